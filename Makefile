@@ -1,0 +1,30 @@
+# RubriQ developer entry points. `make test` is what CI runs (.ci/run).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.rubriq-installed
+
+.PHONY: setup test demo bench clean
+
+setup: $(STAMP)
+
+# torch==2.13.0 first: on the project machines pip takes a CPU build from local disk;
+# a plain `torch` requirement would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e ".[test,torch,baselines]"
+	touch $(STAMP)
+
+test: setup
+	$(PY) -m pytest
+
+demo: setup
+	$(VENV)/bin/rubriq score rubriq/examples/qft4_textbook.qasm --target qft --qubits 4
+
+bench: setup
+	$(PY) benchmarks/bench_fidelity.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build dist *.egg-info

@@ -1,0 +1,256 @@
+"""Typed configuration for the rubric, one dataclass per concern.
+
+Every number the rubric uses lives here, with its default and meaning; YAML files map onto
+these dataclasses one to one (``RubricConfig.from_yaml``).  Unknown keys are an error, so a
+typo in a config never silently falls back to a default.
+
+>>> cfg = RubricConfig.from_dict({"weights": {"fidelity": 0.5, "clifford": 0.1}})
+>>> round(cfg.weights.fidelity + cfg.weights.clifford, 2)
+0.6
+>>> RubricConfig.from_dict({"weights": {"fidelty": 0.5}})
+Traceback (most recent call last):
+...
+rubriq.config.ConfigError: unknown key(s) ['fidelty'] for RubricWeights (known: clifford, tcount, hardware, fidelity, efficiency)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+_SUM_TOL = 1e-9
+
+
+class ConfigError(ValueError):
+    """A configuration value or file is invalid."""
+
+
+def _check_simplex(owner: str, values: dict[str, float]) -> None:
+    for name, value in values.items():
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise ConfigError(f"{owner}.{name} must be a finite number >= 0, got {value!r}")
+    total = sum(values.values())
+    if abs(total - 1.0) > _SUM_TOL:
+        raise ConfigError(f"{owner} must sum to 1, got {total:.12g} ({values})")
+
+
+@dataclass(frozen=True)
+class RubricWeights:
+    """Weights w_d of the reward R = sum_d w_d S_d (paper eq. 6); they must sum to 1."""
+
+    clifford: float = 0.20
+    """w_C: weight of the Clifford fraction S_C."""
+    tcount: float = 0.15
+    """w_T: weight of the T-count score S_T."""
+    hardware: float = 0.15
+    """w_H: weight of the hardware-fit score S_H."""
+    fidelity: float = 0.40
+    """w_F: weight of the fidelity score S_F."""
+    efficiency: float = 0.10
+    """w_E: weight of the depth-efficiency score S_E."""
+
+    def __post_init__(self) -> None:
+        _check_simplex("weights", self.as_dict())
+
+    def as_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class ComplexityAwareConfig:
+    """Complexity-aware T weight of the paper's Appendix C (off by default).
+
+    w_T(T0) = w_T0 * (1 + kappa * log(T0 / T_ref)), clipped at 0, then all weights are
+    renormalized to sum to 1.  ``kappa`` and ``t_ref`` are our defaults: the paper gives the
+    form but no values.
+    """
+
+    enabled: bool = False
+    kappa: float = 0.2
+    """Strength of the log-scaling of w_T with the reference T-count T0."""
+    t_ref: float = 50.0
+    """T-count at which w_T equals its base value."""
+
+
+@dataclass(frozen=True)
+class TCountConfig:
+    """Parameters of S_T = exp(-alpha_T * T(c)) (paper eq. 8) and of the gate table."""
+
+    alpha: float = 0.05
+    """alpha_T: decay rate of S_T per T gate."""
+    epsilon: float = 1e-10
+    """Synthesis precision eps for arbitrary rotations: each costs 3*ceil(log2(1/eps)) T."""
+    angle_tol: float = 1e-8
+    """Tolerance when deciding that theta/(pi/2) or theta/(pi/4) is an integer."""
+
+
+@dataclass(frozen=True)
+class HardwareConfig:
+    """Parameters of S_H (paper eqs. 9-10); the backends come from ``rubriq.hardware.catalog``.
+
+    S_H = max_b [w_q 1[n <= Q_b] + w_d 1[D <= D_b] + w_n NativeFrac_b + w_r exp(-lambda SwapOH_b)].
+    The four sub-weights must sum to 1 so that S_H lies in [0, 1].  The paper names the terms
+    but not their values; these defaults are ours.
+    """
+
+    backends: tuple[str, ...] = ("ibm_eagle", "ibm_heron", "ionq_forte", "ionq_aria")
+    w_qubits: float = 0.30
+    """w_q: the circuit fits in the backend's qubit count."""
+    w_depth: float = 0.20
+    """w_d: the circuit's depth is within the backend's depth budget."""
+    w_native: float = 0.20
+    """w_n: fraction of gates already in the backend's native gate set."""
+    w_routing: float = 0.30
+    """w_r: routing overhead term exp(-lambda * SwapOH)."""
+    swap_lambda: float = 0.1
+    """lambda: decay per inserted SWAP."""
+    routing_seed: int = 42
+    """Seed of the (deterministic) SABRE layout and routing."""
+
+    def __post_init__(self) -> None:
+        _check_simplex(
+            "hardware sub-weights",
+            {"w_qubits": self.w_qubits, "w_depth": self.w_depth, "w_native": self.w_native,
+             "w_routing": self.w_routing},
+        )
+        if not self.backends:
+            raise ConfigError("hardware.backends must name at least one backend")
+        if self.swap_lambda < 0:
+            raise ConfigError("hardware.swap_lambda must be >= 0")
+
+
+@dataclass(frozen=True)
+class FidelityConfig:
+    """How S_F (paper eq. 11) is computed."""
+
+    metric: Literal["process", "average"] = "process"
+    """Which fidelity S_F is: F_process = |Tr(U_A^+ U_c)|^2/d^2 (default: it is 0 for an
+    orthogonal circuit, whereas F_avg = (d F_process + 1)/(d + 1) never drops below 1/(d+1)),
+    or F_avg.  Both are always reported."""
+    max_exact_qubits: int = 12
+    """Largest circuit width simulated exactly for unitary targets (memory ~ 2^(n_c + n_t))."""
+    max_state_qubits: int = 24
+    """Largest circuit width simulated for state-preparation targets (memory ~ 2^n_c)."""
+    correct_threshold: float = 0.99
+    """F_avg at or above which a circuit is reported as functionally correct."""
+
+
+@dataclass(frozen=True)
+class EfficiencyConfig:
+    """Parameters of S_E = exp(-beta * D(c) / n^2) (paper eq. 12)."""
+
+    beta: float = 0.5
+
+
+@dataclass(frozen=True)
+class ExtractionConfig:
+    """Limits of the extraction cascade (text -> circuit)."""
+
+    allow_python: bool = True
+    """Execute Qiskit-Python completions in an isolated subprocess."""
+    python_timeout_s: float = 20.0
+    """Wall-clock limit of one Python execution (includes the worker's Qiskit import)."""
+    python_memory_mb: int = 2048
+    """Address-space limit of the Python worker."""
+    max_output_bytes: int = 1_000_000
+    """Most bytes read back from the Python worker."""
+    max_qasm_bytes: int = 65536
+    """Largest QASM text accepted (bytes)."""
+    max_qubits: int = 64
+    """Largest number of declared qubits accepted before any allocation."""
+    max_gates: int = 200_000
+    """Largest number of gates after canonical decomposition."""
+
+
+@dataclass(frozen=True)
+class RubricConfig:
+    """Everything the rubric needs; ``configs/rubric_default.yaml`` spells out the defaults."""
+
+    weights: RubricWeights = field(default_factory=RubricWeights)
+    complexity: ComplexityAwareConfig = field(default_factory=ComplexityAwareConfig)
+    tcount: TCountConfig = field(default_factory=TCountConfig)
+    hardware: HardwareConfig = field(default_factory=HardwareConfig)
+    fidelity: FidelityConfig = field(default_factory=FidelityConfig)
+    efficiency: EfficiencyConfig = field(default_factory=EfficiencyConfig)
+    extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "RubricConfig":
+        return from_dict(cls, data or {})
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> "RubricConfig":
+        import yaml
+
+        text = Path(path).read_text(encoding="utf-8")
+        data = yaml.safe_load(text) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: top level must be a mapping")
+        # A training YAML may hold the rubric under a `rubric:` key.
+        if "rubric" in data and isinstance(data["rubric"], dict):
+            data = data["rubric"]
+        return cls.from_dict(data)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Build dataclass ``cls`` from a mapping, recursively and strictly.
+
+    Written by hand because it is 30 lines and the project's configs only need dataclasses,
+    tuples and scalars; it rejects unknown keys and wrong types with the field's path.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{cls.__name__} expects a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(data) - set(names))
+    if unknown:
+        raise ConfigError(f"unknown key(s) {unknown} for {cls.__name__} (known: {', '.join(names)})")
+    kwargs = {}
+    for name, value in data.items():
+        kwargs[name] = _coerce(hints[name], value, f"{cls.__name__}.{name}")
+    try:
+        return cls(**kwargs)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{cls.__name__}: {exc}") from exc
+
+
+def _coerce(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where} expects a list, got {value!r}")
+        (inner, *_rest) = typing.get_args(tp) or (Any,)
+        return tuple(_coerce(inner, v, where) for v in value)
+    if origin is Literal:
+        if value not in typing.get_args(tp):
+            raise ConfigError(f"{where} must be one of {typing.get_args(tp)}, got {value!r}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} expects true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} expects an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} expects a number, got {value!r}")
+        return float(value)
+    if tp is str and not isinstance(value, str):
+        raise ConfigError(f"{where} expects a string, got {value!r}")
+    return value

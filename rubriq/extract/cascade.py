@@ -1,0 +1,134 @@
+"""The extraction cascade: raw completion text -> QuantumCircuit (paper section III-A).
+
+Strategies are small functions ``(text, config) -> QuantumCircuit | None`` tried in priority
+order; the first that yields a circuit with at least one qubit wins:
+
+1. ``direct_qasm``: the text contains an ``OPENQASM`` header; the program runs from the
+   header to the end of the text or the next code fence;
+2. ``fenced_block``: Markdown code blocks (```qasm, ```openqasm, ```python, untagged), in
+   order; the first block that yields a circuit wins (QASM blocks are loaded, Python blocks
+   executed in the sandbox);
+3. ``python_code``: the whole text as Qiskit-Python code, executed out of process.
+
+A strategy returns None when it does not apply and raises when it applies but fails; the
+reasons of every failure are kept so that a reward of 0 always comes with an explanation.
+
+>>> result = extract("Here you go:\\n```qasm\\nOPENQASM 2.0;\\ninclude \\"qelib1.inc\\";\\nqreg q[1];\\nh q[0];\\n```")
+>>> result.strategy, result.circuit.num_qubits
+('direct_qasm', 1)
+>>> extract("I cannot help with that.").error
+'direct_qasm: no OPENQASM header; fenced_block: no code block; python_code: no Qiskit code'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from qiskit import QuantumCircuit
+
+from rubriq.config import ExtractionConfig
+from rubriq.extract.python_exec import run_python
+from rubriq.extract.qasm import QASMLimits, load_qasm
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+_QASM_TAGS = {"qasm", "openqasm", "qasm2", "qasm3", "openqasm2", "openqasm3"}
+_PYTHON_TAGS = {"python", "py", "python3"}
+_QASM_HINT = re.compile(r"OPENQASM|\bqreg\b|\bqubit\b")
+_PYTHON_HINT = re.compile(r"\bQuantumCircuit\s*\(")
+
+
+class NotApplicable(Exception):
+    """The strategy does not apply to this text (reason in the message)."""
+
+
+@dataclass
+class Extraction:
+    circuit: QuantumCircuit | None
+    strategy: str | None
+    attempts: list[tuple[str, str]] = field(default_factory=list)
+    """(strategy, reason) for each strategy that did not produce the circuit."""
+
+    @property
+    def error(self) -> str | None:
+        if self.circuit is not None:
+            return None
+        return "; ".join(f"{name}: {reason}" for name, reason in self.attempts)
+
+
+def _limits(cfg: ExtractionConfig) -> QASMLimits:
+    return QASMLimits(max_bytes=cfg.max_qasm_bytes, max_qubits=cfg.max_qubits)
+
+
+def direct_qasm(text: str, cfg: ExtractionConfig) -> QuantumCircuit:
+    start = text.find("OPENQASM")
+    if start < 0:
+        raise NotApplicable("no OPENQASM header")
+    program = text[start:]
+    end = program.find("```")
+    if end >= 0:
+        program = program[:end]
+    return load_qasm(program, _limits(cfg))
+
+
+def fenced_block(text: str, cfg: ExtractionConfig) -> QuantumCircuit:
+    blocks = _FENCE.findall(text)
+    if not blocks:
+        raise NotApplicable("no code block")
+    errors = []
+    for i, (tag, body) in enumerate(blocks, 1):
+        tag = tag.lower()
+        try:
+            if tag in _QASM_TAGS or (not tag and _QASM_HINT.search(body)):
+                return load_qasm(body, _limits(cfg))
+            if tag in _PYTHON_TAGS or (not tag and _PYTHON_HINT.search(body)):
+                if not cfg.allow_python:
+                    raise ValueError("Python execution is disabled")
+                return run_python(body, cfg)
+            errors.append(f"block {i} ({tag or 'untagged'}): neither QASM nor Qiskit Python")
+        except Exception as exc:
+            errors.append(f"block {i} ({tag or 'untagged'}): {exc}")
+    raise ValueError(" | ".join(errors))
+
+
+def python_code(text: str, cfg: ExtractionConfig) -> QuantumCircuit:
+    if not _PYTHON_HINT.search(text):
+        raise NotApplicable("no Qiskit code")
+    if not cfg.allow_python:
+        raise NotApplicable("Python execution is disabled")
+    return run_python(text, cfg)
+
+
+STRATEGIES: tuple[tuple[str, Callable[[str, ExtractionConfig], QuantumCircuit]], ...] = (
+    ("direct_qasm", direct_qasm),
+    ("fenced_block", fenced_block),
+    ("python_code", python_code),
+)
+
+
+def extract(text: str, cfg: ExtractionConfig = ExtractionConfig()) -> Extraction:
+    """Run the cascade on ``text``; never raises for any string."""
+    result = Extraction(circuit=None, strategy=None)
+    if not isinstance(text, str):
+        result.attempts.append(("input", f"expected a string, got {type(text).__name__}"))
+        return result
+    for name, strategy in STRATEGIES:
+        try:
+            circuit = strategy(text, cfg)
+        except NotApplicable as exc:
+            result.attempts.append((name, str(exc)))
+            continue
+        except Exception as exc:
+            result.attempts.append((name, str(exc) or type(exc).__name__))
+            continue
+        except BaseException as exc:  # pyo3 PanicException and the like; never Ctrl-C
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            result.attempts.append((name, f"{type(exc).__name__}: {exc}"))
+            continue
+        if circuit is not None and circuit.num_qubits >= 1:
+            result.circuit, result.strategy = circuit, name
+            return result
+        result.attempts.append((name, "circuit has no qubits"))
+    return result

@@ -1,0 +1,27 @@
+"""S_E: depth efficiency (paper eq. 12).
+
+    S_E(c) = exp(-beta * D(c) / n^2),   beta = 0.5
+
+D(c) is the depth of the circuit as written (measurements, resets and barriers stripped), n
+its number of qubits.
+
+>>> from rubriq.rubric.facts import CircuitFacts
+>>> facts = CircuitFacts.from_qasm('OPENQASM 2.0; include "qelib1.inc"; qreg q[2];'
+...                                'h q[0]; cx q[0],q[1]; h q[1]; h q[1];')
+>>> facts.depth, round(score(facts, ScoringContext()).value, 6)
+(4, 0.606531)
+"""
+
+from __future__ import annotations
+
+import math
+
+from rubriq.rubric.base import DimensionScore, ScoringContext
+from rubriq.rubric.facts import CircuitFacts
+
+
+def score(facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore:
+    """Return S_E in (0, 1] with the depth and width used."""
+    n = max(facts.num_qubits, 1)
+    value = math.exp(-ctx.config.efficiency.beta * facts.depth / n**2)
+    return DimensionScore(value, {"depth": facts.depth, "num_qubits": facts.num_qubits})

@@ -1,0 +1,53 @@
+"""CircuitFacts: what the rubric knows about one circuit, computed once.
+
+Every dimension reads the same facts, so a completion is parsed, stripped and decomposed once
+no matter how many dimensions (or TRL reward functions) look at it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from qiskit import QuantumCircuit
+
+from rubriq.rubric.gates import Op, canonical_ops, strip_non_unitary
+
+
+@dataclass(frozen=True)
+class CircuitFacts:
+    """The circuit as extracted (measurements etc. stripped) and its canonical gate list."""
+
+    circuit: QuantumCircuit
+    """Stripped circuit, gates as written (used for depth and native-gate fraction)."""
+    ops: tuple[Op, ...]
+    """Canonical decomposition into the rubric's gate table (used for S_C, S_T, S_F)."""
+    num_qubits: int
+    depth: int
+    """D(c): depth of the stripped circuit as written."""
+    gate_counts: dict[str, int] = field(default_factory=dict)
+    """Counts of the stripped circuit's gates by name, as written."""
+
+    @classmethod
+    def from_circuit(cls, circuit: QuantumCircuit, max_gates: int = 200_000) -> "CircuitFacts":
+        stripped = strip_non_unitary(circuit)
+        ops = tuple(canonical_ops(stripped, max_gates=max_gates))
+        return cls(
+            circuit=stripped,
+            ops=ops,
+            num_qubits=stripped.num_qubits,
+            depth=stripped.depth(),
+            gate_counts=dict(Counter(inst.operation.name for inst in stripped.data)),
+        )
+
+    @classmethod
+    def from_qasm(cls, text: str) -> "CircuitFacts":
+        """Convenience for examples and tests: facts of an OpenQASM 2.0/3.0 string."""
+        from rubriq.extract.qasm import load_qasm
+
+        return cls.from_circuit(load_qasm(text))
+
+    @property
+    def num_gates(self) -> int:
+        """|c|: number of operational gates as written (after stripping)."""
+        return sum(self.gate_counts.values())

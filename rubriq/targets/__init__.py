@@ -1,0 +1,52 @@
+"""Target algorithms: analytic unitaries or states, prompts and reference circuits.
+
+>>> target = make_target("qft", num_qubits=3)
+>>> target.kind, target.unitary().shape, target.spec()
+('unitary', (8, 8), {'algorithm': 'qft', 'num_qubits': 3, 'inverse': False, 'do_swaps': True})
+>>> target_from_spec(target.spec()).params == target.params
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rubriq.targets.base import Target, TargetError
+from rubriq.targets.circuit import CircuitTarget
+from rubriq.targets.encoding import AmplitudeEncodingTarget, AngleEncodingTarget, BasisEncodingTarget
+from rubriq.targets.hamiltonian import HeisenbergTarget, TFIMTarget
+from rubriq.targets.qft import QFTTarget, QPETarget
+
+TARGETS: dict[str, type[Target]] = {
+    cls.name: cls
+    for cls in (QFTTarget, QPETarget, HeisenbergTarget, TFIMTarget, AmplitudeEncodingTarget,
+                AngleEncodingTarget, BasisEncodingTarget, CircuitTarget)
+}
+
+ALIASES = {"ising": "tfim", "xxx": "heisenberg", "amplitude": "amplitude_encoding",
+           "angle": "angle_encoding", "basis": "basis_encoding", "hamiltonian": "heisenberg"}
+
+
+def make_target(name: str, num_qubits: int | None = None, **params: Any) -> Target:
+    """Build a target by name (see ``rubriq targets``)."""
+    key = ALIASES.get(str(name).lower(), str(name).lower())
+    cls = TARGETS.get(key)
+    if cls is None:
+        raise TargetError(f"unknown target {name!r}; known: {', '.join(sorted(TARGETS))}")
+    if cls is CircuitTarget:
+        return cls(num_qubits, **params)
+    if num_qubits is None:
+        raise TargetError(f"target {key!r} needs num_qubits")
+    return cls(num_qubits, **params)
+
+
+def target_from_spec(spec: dict[str, Any]) -> Target:
+    """Rebuild a target from its JSON spec (``Target.spec()``), e.g. a dataset column."""
+    if not isinstance(spec, dict) or "algorithm" not in spec:
+        raise TargetError(f"a target spec is a mapping with an 'algorithm' key, got {spec!r}")
+    params = dict(spec)
+    name = params.pop("algorithm")
+    return make_target(name, params.pop("num_qubits", None), **params)
+
+
+__all__ = ["TARGETS", "Target", "TargetError", "make_target", "target_from_spec"]

@@ -1,0 +1,170 @@
+"""What a target is: an analytic unitary or state, its prompt, and a reference circuit.
+
+Conventions shared by every target (and stated in every prompt):
+
+* Qiskit's little-endian order: qubit q[k] is bit k of the basis-state index, so the
+  basis state |x> has q[k] = (x >> k) & 1;
+* unitary targets are compared up to a global phase; extra qubits are clean ancillas.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+from qiskit import QuantumCircuit
+
+SYSTEM_PROMPT = (
+    "You are an expert in quantum circuit synthesis and compilation. Given a specification, "
+    "write a quantum circuit that implements it exactly. Optimize it: prefer Clifford gates, "
+    "use as few T gates and arbitrary-angle rotations as possible, keep the depth low, and "
+    "keep it executable on IBM heavy-hex and IonQ all-to-all hardware. Reply with the circuit "
+    "only, in a single fenced code block, without measurements."
+)
+
+OUTPUT_FORMATS = {
+    "qasm2": 'OpenQASM 2.0 (header `OPENQASM 2.0;`, `include "qelib1.inc";`) in a ```qasm block',
+    "qasm3": 'OpenQASM 3.0 (header `OPENQASM 3.0;`, `include "stdgates.inc";`) in a ```qasm block',
+    "python": "Qiskit Python in a ```python block that builds a QuantumCircuit named `qc` "
+              "(import only qiskit, numpy and math; do not run or measure it)",
+}
+
+CONVENTION = (
+    "Use Qiskit's little-endian qubit order: qubit q[k] is bit k of the basis-state index "
+    "(|x> has q[k] = (x >> k) & 1). The circuit is compared with the target up to a global phase; "
+    "any qubits beyond the target's are ancillas that start in |0> and must be returned to |0>."
+)
+
+
+class TargetError(ValueError):
+    """Unknown target or invalid target parameters."""
+
+
+class Target(ABC):
+    """A synthesis target; subclasses define ``name``, ``kind`` and the three builders."""
+
+    name: ClassVar[str]
+    family: ClassVar[str]
+    kind: ClassVar[str]  # "unitary" or "state"
+    summary: ClassVar[str]
+    parameters: ClassVar[dict[str, str]] = {}
+    """Extra parameters (besides num_qubits) and what they mean, for `rubriq targets`."""
+    min_qubits: ClassVar[int] = 1
+    max_qubits: ClassVar[int] = 12
+
+    def __init__(self, num_qubits: int, **params: Any) -> None:
+        if not isinstance(num_qubits, int) or isinstance(num_qubits, bool):
+            raise TargetError(f"{self.name}: num_qubits must be an integer, got {num_qubits!r}")
+        if not self.min_qubits <= num_qubits <= self.max_qubits:
+            raise TargetError(
+                f"{self.name}: num_qubits must lie in [{self.min_qubits}, {self.max_qubits}], got {num_qubits}"
+            )
+        unknown = set(params) - set(self.parameters)
+        if unknown:
+            raise TargetError(
+                f"{self.name}: unknown parameter(s) {sorted(unknown)}; known: {sorted(self.parameters) or 'none'}"
+            )
+        self.num_qubits = num_qubits
+        self.params = self._validate(dict(params))
+
+    # -- to implement -------------------------------------------------------------------
+    def _validate(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Fill defaults, check values; return JSON-ready parameters."""
+        return params
+
+    @abstractmethod
+    def description(self) -> str:
+        """What to build, with the target's own conventions (one paragraph)."""
+
+    @abstractmethod
+    def _build_reference(self) -> QuantumCircuit: ...
+
+    def _build_unitary(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _build_state(self) -> np.ndarray:
+        raise NotImplementedError
+
+    # -- shared ---------------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        return 2**self.num_qubits
+
+    @functools.cached_property
+    def _unitary(self) -> np.ndarray:
+        u = np.asarray(self._build_unitary(), dtype=complex)
+        u.setflags(write=False)
+        return u
+
+    @functools.cached_property
+    def _state(self) -> np.ndarray:
+        psi = np.asarray(self._build_state(), dtype=complex).reshape(-1)
+        psi = psi / np.linalg.norm(psi)
+        psi.setflags(write=False)
+        return psi
+
+    def unitary(self) -> np.ndarray:
+        """The target unitary (read-only, computed once)."""
+        if self.kind != "unitary":
+            raise TargetError(f"{self.name} is a state-preparation target")
+        return self._unitary
+
+    def state(self) -> np.ndarray:
+        """The target state (read-only, computed once)."""
+        if self.kind != "state":
+            raise TargetError(f"{self.name} is a unitary target")
+        return self._state
+
+    def reference_circuit(self) -> QuantumCircuit:
+        """A circuit implementing the target (see each target for its exactness)."""
+        return self._reference.copy()
+
+    @functools.cached_property
+    def _reference(self) -> QuantumCircuit:
+        return self._build_reference()
+
+    @functools.cached_property
+    def t0(self) -> int:
+        """T-count of the reference circuit under the rubric's gate table."""
+        from rubriq.rubric.gates import canonical_ops
+        from rubriq.rubric.tcount import t_count
+
+        return t_count(canonical_ops(self._reference))
+
+    def spec(self) -> dict[str, Any]:
+        """JSON spec from which :func:`rubriq.targets.target_from_spec` rebuilds the target."""
+        return {"algorithm": self.name, "num_qubits": self.num_qubits, **self.params}
+
+    def prompt(self, output_format: str = "qasm2") -> list[dict[str, str]]:
+        """The chat prompt (system + user) for this target, as in the paper."""
+        if output_format not in OUTPUT_FORMATS:
+            raise TargetError(f"unknown output format {output_format!r}; use one of {sorted(OUTPUT_FORMATS)}")
+        user = (
+            f"{self.description()} {CONVENTION} Minimize the T-count, then the depth. "
+            f"Output format: {OUTPUT_FORMATS[output_format]}."
+        )
+        return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}(num_qubits={self.num_qubits}{', ' if args else ''}{args})"
+
+
+def check_number(name: str, value: Any, low: float = -math.inf, high: float = math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TargetError(f"{name} must be a finite number, got {value!r}")
+    if not low <= value <= high:
+        raise TargetError(f"{name} must lie in [{low}, {high}], got {value}")
+    return float(value)
+
+
+def bit_reversal(n: int) -> np.ndarray:
+    """Permutation p with p[x] = x with its n bits reversed."""
+    x = np.arange(2**n)
+    r = np.zeros_like(x)
+    for k in range(n):
+        r |= ((x >> k) & 1) << (n - 1 - k)
+    return r
