@@ -33,6 +33,10 @@ def main() -> None:
 
     from rubriq.extract.serialize import circuit_to_payload
 
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # no file writes from here on
+
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     try:
         exec(compile(code, "<completion>", "exec"), namespace)

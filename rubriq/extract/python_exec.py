@@ -61,7 +61,6 @@ def _limit_resources(cfg: ExtractionConfig):
         for limit, value in (
             (resource.RLIMIT_AS, memory),
             (resource.RLIMIT_CPU, cpu),
-            (resource.RLIMIT_FSIZE, 0),
             (resource.RLIMIT_CORE, 0),
             (resource.RLIMIT_NOFILE, 256),
         ):

@@ -82,8 +82,8 @@ _QASM3_MARKERS = re.compile(
     r"|\bnegctrl\b|\bgphase\b|\bfor\s+\w|\bwhile\s*\(|\bdef\s+\w|\binput\s|=\s*measure\b"
     r"|OPENQASM\s+3"
 )
-_HEADER = re.compile(r"^\s*OPENQASM\s+[0-9.]+\s*;?[ \t]*", re.M)
-_INCLUDE = re.compile(r'^\s*include\s+"[^"\n]*"\s*;?[ \t]*$', re.M)
+_HEADER = re.compile(r"\bOPENQASM\s+[0-9.]+\s*;?[ \t]*")
+_INCLUDE = re.compile(r'\binclude\s+"[^"\n]*"\s*;?[ \t]*')
 
 
 def detect_version(text: str) -> int:

@@ -19,11 +19,12 @@ Toffoli-like              ccx ccz cswap                               7
 
 Gates outside the table are decomposed canonically and deterministically:
 
-* ``u``, ``u3``, ``u2``: their Euler angles, u3(theta, phi, lam) = rz(phi) ry(theta) rz(lam);
-* any other one-qubit gate (``r``, a one-qubit ``unitary``, a custom gate): the ZYZ Euler
-  angles of its matrix (Qiskit's ``OneQubitEulerDecomposer``); zero angles are dropped;
-* any multi-qubit gate (``cp``, ``crz``, ``rzz``, ``ch``, ``mcx``, ``unitary``, custom
-  gates...): its Qiskit ``definition``, recursively.
+* ``u``, ``u3``, ``u2``: their Euler angles, u3(theta, phi, lam) = rz(phi) ry(theta) rz(lam)
+  (zero angles dropped; theta = 0 gives the single rz(phi + lam));
+* any other gate (``cp``, ``crz``, ``rzz``, ``ch``, ``mcx``, ``r``, ``unitary``, custom
+  gates...): its Qiskit ``definition``, recursively;
+* a one-qubit gate with a matrix but no definition: the ZYZ Euler angles of its matrix
+  (Qiskit's ``OneQubitEulerDecomposer``).
 
 A gate is trusted by name only if it *is* Qiskit's standard gate of that name (same base
 class): a custom gate called ``t`` whose body is something else is decomposed like any other
@@ -119,26 +120,33 @@ def _euler():
 
 
 def _zyz_ops(theta: float, phi: float, lam: float, qubit: int, tol: float = 1e-12) -> list[Op]:
-    """rz(phi) ry(theta) rz(lam) in time order (rz(lam) first), zero angles dropped."""
+    """rz(phi) ry(theta) rz(lam) in time order (rz(lam) first); zero angles dropped, and a
+    diagonal gate (theta = 0) becomes the single rz(phi + lam)."""
+    if abs(theta) <= tol:
+        total = phi + lam
+        return [Op("rz", (qubit,), (total,))] if abs(total) > tol else []
     ops = [Op("rz", (qubit,), (lam,)), Op("ry", (qubit,), (theta,)), Op("rz", (qubit,), (phi,))]
     return [op for op in ops if abs(op.params[0]) > tol]
 
 
-def _one_qubit(operation: Instruction, qubit: int) -> list[Op]:
+def _euler_from_params(operation: Instruction, qubit: int) -> list[Op] | None:
+    """u / u3 / u2 by their own Euler angles; None for any other gate."""
     name = operation.name
-    if name in ("u", "u3", "U") and is_standard(operation, "u" if name == "U" else name):
+    if name in ("u", "u3") and is_standard(operation):
         theta, phi, lam = _float_params(operation)
         return _zyz_ops(theta, phi, lam, qubit)
     if name == "u2" and is_standard(operation):
         phi, lam = _float_params(operation)
         return _zyz_ops(math.pi / 2, phi, lam, qubit)
-    from qiskit.quantum_info import Operator
+    return None
 
-    _float_params(operation)  # reject unbound / non-finite angles with a clear message
+
+def _euler_from_matrix(operation: Instruction, qubit: int) -> list[Op]:
+    """ZYZ angles of a one-qubit gate that has a matrix but no definition."""
     try:
-        matrix = Operator(operation).data
-    except Exception as exc:  # opaque gate, no matrix and no definition
-        raise UnsupportedCircuitError(f"gate {name!r} has no matrix or definition: {exc}") from None
+        matrix = np.asarray(operation.to_matrix(), dtype=complex)
+    except Exception as exc:  # opaque gate: no matrix and no definition
+        raise UnsupportedCircuitError(f"gate {operation.name!r} has no matrix or definition: {exc}") from None
     theta, phi, lam = _euler().angles(matrix)
     return _zyz_ops(float(theta), float(phi), float(lam), qubit)
 
@@ -168,8 +176,10 @@ def _emit(operation: Instruction, qubits: tuple[int, ...], out: list[Op], depth:
     if name == "global_phase" or operation.num_qubits == 0:
         return
     if operation.num_qubits == 1:
-        out.extend(_one_qubit(operation, qubits[0]))
-        return
+        euler = _euler_from_params(operation, qubits[0])
+        if euler is not None:
+            out.extend(euler)
+            return
     if depth >= _MAX_DEFINITION_DEPTH:
         raise UnsupportedCircuitError(f"gate definitions nested deeper than {_MAX_DEFINITION_DEPTH}")
     _float_params(operation)
@@ -178,6 +188,9 @@ def _emit(operation: Instruction, qubits: tuple[int, ...], out: list[Op], depth:
     except Exception as exc:
         raise UnsupportedCircuitError(f"gate {name!r} could not be decomposed: {exc}") from None
     if definition is None:
+        if operation.num_qubits == 1:
+            out.extend(_euler_from_matrix(operation, qubits[0]))
+            return
         raise UnsupportedCircuitError(f"gate {name!r} is opaque (no definition)")
     sub_index = {bit: qubits[i] for i, bit in enumerate(definition.qubits)}
     for inst in definition.data:

@@ -19,9 +19,11 @@ Routing is the costly part (~10 ms on the 127-qubit map), so its result is cache
 interaction pattern are routed once.
 
 >>> from rubriq.rubric.facts import CircuitFacts
->>> facts = CircuitFacts.from_qasm('OPENQASM 2.0; include "qelib1.inc"; qreg q[2];'
-...                                'h q[0]; cx q[0],q[1];')
+>>> facts = CircuitFacts.from_qasm('OPENQASM 2.0; include "qelib1.inc"; qreg q[3];'
+...                                'cx q[0],q[1]; cx q[1],q[2]; cx q[0],q[2];')
 >>> result = score(facts, ScoringContext())
+>>> result.details["backends"]["ibm_eagle"]["swaps"]  # no triangles in heavy-hex
+1
 >>> result.details["best_backend"], round(result.value, 3)
 ('ionq_forte', 0.8)
 """

@@ -12,7 +12,7 @@ after which all weights are renormalized to sum to 1.  Off by default.
 >>> cfg = RubricConfig.from_dict({"complexity": {"enabled": True, "kappa": 0.5, "t_ref": 50}})
 >>> w = effective_weights(cfg, t0=200)
 >>> round(w["tcount"], 4), round(sum(w.values()), 12)
-(0.2619, 1.0)
+(0.2301, 1.0)
 """
 
 from __future__ import annotations

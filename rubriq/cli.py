@@ -1,0 +1,129 @@
+"""The ``rubriq`` command line (typer + rich)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(help="RubriQ: rubric-rewarded quantum circuit synthesis.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+console = Console()
+err = Console(stderr=True)
+
+
+def _parse_params(items: list[str]) -> dict:
+    """`key=value` pairs; values are read as JSON when they parse (numbers, true, lists)."""
+    params = {}
+    for item in items:
+        if "=" not in item:
+            raise typer.BadParameter(f"expected key=value, got {item!r}", param_hint="--param")
+        key, raw = item.split("=", 1)
+        try:
+            params[key.strip()] = json.loads(raw)
+        except ValueError:
+            params[key.strip()] = raw
+    return params
+
+
+def _read_input(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    p = Path(path)
+    if not p.is_file():
+        raise typer.BadParameter(f"no such file: {path}", param_hint="FILE")
+    return p.read_text(encoding="utf-8", errors="replace")
+
+
+@app.command()
+def score(
+    file: str = typer.Argument(..., help="Completion or circuit file (QASM, Python, or LLM text); '-' for stdin."),
+    target: str = typer.Option(..., "--target", "-t", help="Target algorithm (see `rubriq targets`)."),
+    qubits: Optional[int] = typer.Option(None, "--qubits", "-n", help="Number of qubits of the target."),
+    param: list[str] = typer.Option([], "--param", "-p", help="Target parameter key=value (repeatable)."),
+    target_qasm: Optional[Path] = typer.Option(None, help="QASM file of the target circuit (--target circuit)."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Rubric YAML (configs/rubric_default.yaml)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
+) -> None:
+    """Score one completion with the rubric and print the breakdown."""
+    from rubriq.config import ConfigError, RubricConfig
+    from rubriq.evaluator import RubriQEvaluator
+    from rubriq.targets import TargetError
+
+    text = _read_input(file)
+    try:
+        cfg = RubricConfig.from_yaml(config) if config else RubricConfig()
+        params = _parse_params(param)
+        if target_qasm is not None:
+            params["qasm"] = target_qasm.read_text(encoding="utf-8")
+        evaluator = RubriQEvaluator(target_algorithm=target, num_qubits=qubits, config=cfg, **params)
+    except (ConfigError, TargetError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    result = evaluator.evaluate(text)
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2))
+        return
+    _print_result(result)
+
+
+def _print_result(result) -> None:
+    title = f"RubriQ score: target {result.target.get('algorithm')} ({result.target.get('num_qubits')} qubits)"
+    table = Table(title=title, show_lines=False)
+    table.add_column("dimension")
+    table.add_column("score", justify="right")
+    table.add_column("weight", justify="right")
+    table.add_column("detail")
+    details = {
+        "clifford": f"{result.num_gates} gates as written" if result.parsed else "",
+        "tcount": f"T(c) = {result.t_count}" if result.t_count is not None else "",
+        "hardware": f"best: {result.best_backend}" if result.best_backend else "",
+        "fidelity": (f"F_process = {result.process_fidelity:.10f}, F_avg = {result.average_fidelity:.10f}"
+                     if result.fidelity_kind == "process" else
+                     f"F_state = {result.process_fidelity:.10f}" if result.fidelity_kind else ""),
+        "efficiency": f"depth {result.depth}, {result.num_qubits} qubits" if result.depth is not None else "",
+    }
+    for name in ("clifford", "tcount", "hardware", "fidelity", "efficiency"):
+        weight = result.weights.get(name)
+        table.add_row(name, f"{result.scores[name]:.4f}", "" if weight is None else f"{weight:.2f}", details[name])
+    table.add_row("[bold]reward[/bold]", f"[bold]{result.reward:.4f}[/bold]", "", "")
+    console.print(table)
+    if result.error:
+        console.print(f"[red]{result.error_type} error:[/red] {result.error}")
+    else:
+        console.print(f"extracted by: {result.strategy}")
+    if result.hardware:
+        hw = Table(title="hardware fit per backend")
+        for col in ("backend", "S_H", "fits qubits", "fits depth", "native frac", "swaps"):
+            hw.add_column(col)
+        for name, row in result.hardware.items():
+            hw.add_row(name, f"{row['score']:.4f}", str(row["fits_qubits"]), str(row["fits_depth"]),
+                       f"{row['native_fraction']:.2f}", "-" if row["swaps"] is None else str(row["swaps"]))
+        console.print(hw)
+
+
+@app.command()
+def targets() -> None:
+    """List the target algorithms and their parameters."""
+    from rubriq.targets import TARGETS
+
+    table = Table(title="RubriQ targets")
+    table.add_column("name", no_wrap=True)
+    table.add_column("kind")
+    table.add_column("qubits")
+    table.add_column("what")
+    table.add_column("parameters")
+    for name, cls in TARGETS.items():
+        qubit_range = "from the QASM" if name == "circuit" else f"{cls.min_qubits}-{cls.max_qubits}"
+        params = "\n".join(f"{k}: {v}" for k, v in cls.parameters.items()) or "-"
+        table.add_row(name, cls.kind, qubit_range, cls.summary, params)
+    console.print(table)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,151 @@
+"""The public API, the weights, the config and the CLI."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from rubriq.cli import app
+from rubriq.config import ConfigError, RubricConfig, RubricWeights
+from rubriq.evaluator import RubriQEvaluator
+from rubriq.targets import TargetError, make_target
+
+REPO = Path(__file__).resolve().parents[1]
+QFT4 = (REPO / "rubriq/examples/qft4_textbook.qasm").read_text()
+
+
+@pytest.fixture(scope="module")
+def qft4():
+    return RubriQEvaluator(target_algorithm="qft", num_qubits=4)
+
+
+def test_reward_is_the_weighted_sum_of_the_five_scores(qft4):
+    r = qft4.evaluate(QFT4)
+    assert set(r.scores) == {"clifford", "tcount", "hardware", "fidelity", "efficiency"}
+    w = RubricWeights()
+    expected = (w.clifford * r.scores["clifford"] + w.tcount * r.scores["tcount"] + w.hardware * r.scores["hardware"]
+                + w.fidelity * r.scores["fidelity"] + w.efficiency * r.scores["efficiency"])
+    assert r.reward == pytest.approx(expected, abs=1e-15)
+    # hand-derived pieces: 3 cp(pi/2) -> 3 T each, 2 cp(pi/4) and 1 cp(pi/8) -> 3*102 each
+    assert r.t_count == 9 + 3 * 306
+    assert r.depth == 8 and r.num_qubits == 4
+    assert r.scores["efficiency"] == pytest.approx(math.exp(-0.5 * 8 / 16))
+    # canonical gates: 4 h + 2 swap + 6 cp * (3 p + 2 cx) = 36; Clifford: h, swap, cx -> 18
+    assert r.scores["clifford"] == pytest.approx(18 / 36)
+
+
+def test_result_is_json_ready_and_deterministic(qft4):
+    a = qft4.evaluate(QFT4).to_dict()
+    fresh = RubriQEvaluator(target_algorithm="qft", num_qubits=4).evaluate(QFT4).to_dict()
+    assert json.loads(json.dumps(a)) == a
+    assert a == fresh
+    for key in ("reward", "parsed", "strategy", "error", "scores", "t_count", "process_fidelity",
+                "average_fidelity", "depth", "num_qubits", "hardware"):
+        assert key in a
+
+
+def test_garbage_scores_zero_with_reason(qft4):
+    r = qft4.evaluate("I am sorry, I cannot write quantum circuits.")
+    assert r.reward == 0.0 and not r.parsed and r.error_type == "parse"
+    assert all(v == 0.0 for v in r.scores.values())
+    assert "direct_qasm" in r.error and "fenced_block" in r.error and "python_code" in r.error
+
+
+def test_unsupported_control_flow_is_a_typed_error(qft4):
+    text = ('OPENQASM 2.0; include "qelib1.inc"; qreg q[4]; creg c[1]; measure q[0] -> c[0]; '
+            "if (c==1) x q[1];")
+    r = qft4.evaluate(text)
+    assert r.reward == 0.0 and r.error_type == "unsupported" and "control flow" in r.error
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=200))
+def test_evaluate_never_raises(qft4, text):
+    r = qft4.evaluate(text)
+    assert 0.0 <= r.reward <= 1.0
+
+
+def test_weights_must_sum_to_one_and_be_non_negative():
+    with pytest.raises(ConfigError):
+        RubricWeights(fidelity=0.5)
+    with pytest.raises(ConfigError):
+        RubricWeights(clifford=-0.1, fidelity=0.7)
+    RubricWeights(clifford=0.1, fidelity=0.5)  # sums to 1: accepted
+
+
+def test_custom_weights_change_the_reward():
+    cfg = RubricConfig.from_dict({"weights": {"clifford": 0, "tcount": 0, "hardware": 0, "fidelity": 1.0,
+                                              "efficiency": 0}})
+    r = RubriQEvaluator(target_algorithm="qft", num_qubits=4, config=cfg).evaluate(QFT4)
+    assert r.reward == pytest.approx(r.process_fidelity)
+
+
+def test_complexity_aware_weight_uses_reference_t0():
+    cfg = RubricConfig.from_dict({"complexity": {"enabled": True, "kappa": 0.5, "t_ref": 50}})
+    ev = RubriQEvaluator(target_algorithm="qft", num_qubits=4, config=cfg)
+    t0 = ev.target.t0
+    assert t0 == 927  # the reference QFT-4 (same gates as the textbook circuit)
+    r = ev.evaluate(QFT4)
+    w_t = 0.15 * (1 + 0.5 * math.log(t0 / 50))
+    assert r.weights["tcount"] == pytest.approx(w_t / (0.85 + w_t))
+    assert sum(r.weights.values()) == pytest.approx(1.0)
+
+
+def test_yaml_config_round_trip(tmp_path):
+    cfg = RubricConfig.from_yaml(REPO / "configs/rubric_default.yaml")
+    assert cfg == RubricConfig()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("weights:\n  fidelty: 1.0\n")
+    with pytest.raises(ConfigError, match="fidelty"):
+        RubricConfig.from_yaml(bad)
+
+
+def test_target_errors_are_clear():
+    with pytest.raises(TargetError, match="unknown target"):
+        make_target("shor", 4)
+    with pytest.raises(TargetError, match="num_qubits"):
+        make_target("qft", 0)
+    with pytest.raises(TargetError, match="unknown parameter"):
+        make_target("qft", 3, phase=0.1)
+
+
+def test_circuit_target_t0_and_rewrite():
+    target_qasm = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[3]; ccx q[0],q[1],q[2]; t q[0]; tdg q[0];'
+    ev = RubriQEvaluator(target_algorithm="circuit", target_qasm=target_qasm)
+    assert ev.target.t0 == 9
+    better = ev.evaluate('OPENQASM 2.0; include "qelib1.inc"; qreg q[3]; ccx q[0],q[1],q[2];')
+    assert better.process_fidelity == pytest.approx(1.0) and better.t_count == 7
+    assert "Rewrite" in ev.target.prompt()[1]["content"]
+
+
+def test_prompts_state_conventions_and_format():
+    messages = make_target("qft", 4).prompt("qasm3")
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert "little-endian" in messages[1]["content"] and "OpenQASM 3.0" in messages[1]["content"]
+    with pytest.raises(TargetError):
+        make_target("qft", 4).prompt("cirq")
+
+
+def test_cli_score_table_and_json():
+    runner = CliRunner()
+    path = str(REPO / "rubriq/examples/qft4_textbook.qasm")
+    out = runner.invoke(app, ["score", path, "--target", "qft", "--qubits", "4"])
+    assert out.exit_code == 0, out.output
+    assert "reward" in out.output and "ibm_eagle" in out.output
+    out = runner.invoke(app, ["score", "-", "--target", "qft", "--qubits", "4", "--json"], input=QFT4)
+    data = json.loads(out.output)
+    assert data["t_count"] == 927 and data["process_fidelity"] == pytest.approx(1.0)
+    out = runner.invoke(app, ["score", path, "--target", "nope", "--qubits", "4"])
+    assert out.exit_code == 2 and "unknown target" in out.output
+
+
+def test_cli_targets_lists_every_target():
+    out = CliRunner().invoke(app, ["targets"])
+    assert out.exit_code == 0
+    for name in ("qft", "qpe", "heisenberg", "tfim", "amplitude_encoding", "angle_encoding", "basis_encoding",
+                 "circuit"):
+        assert name in out.output
