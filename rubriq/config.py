@@ -153,8 +153,10 @@ class ExtractionConfig:
 
     allow_python: bool = True
     """Execute Qiskit-Python completions in an isolated subprocess."""
-    python_timeout_s: float = 20.0
-    """Wall-clock limit of one Python execution (includes the worker's Qiskit import)."""
+    python_timeout_s: float = 10.0
+    """Wall-clock limit of one Python execution (Qiskit is pre-imported by the sandbox worker)."""
+    sandbox_workers: int = 2
+    """Pre-started sandbox workers (zygotes) per evaluating process."""
     python_memory_mb: int = 2048
     """Address-space limit of the Python worker."""
     max_output_bytes: int = 1_000_000
@@ -165,6 +167,20 @@ class ExtractionConfig:
     """Largest number of declared qubits accepted before any allocation."""
     max_gates: int = 200_000
     """Largest number of gates after canonical decomposition."""
+    max_nesting: int = 64
+    """Deepest nesting of (), [] and {} accepted in QASM."""
+    max_controls: int = 16
+    """Most control qubits of one OpenQASM 3 ctrl/negctrl modifier chain."""
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    """Limits on the whole evaluation of one completion (extraction + scoring)."""
+
+    time_s: float = 30.0
+    """Wall-clock budget; exceeded -> typed error ``budget``, reward 0."""
+    memory_mb: int = 4096
+    """Largest simulation state the fidelity engine may allocate."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +194,7 @@ class RubricConfig:
     fidelity: FidelityConfig = field(default_factory=FidelityConfig)
     efficiency: EfficiencyConfig = field(default_factory=EfficiencyConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "RubricConfig":

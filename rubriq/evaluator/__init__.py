@@ -11,11 +11,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from typing import Any
 
 from qiskit import QuantumCircuit
 
+from rubriq.budget import BudgetExceeded, Deadline
 from rubriq.config import RubricConfig
 from rubriq.evaluator.result import EvaluationResult
 from rubriq.extract.cascade import extract
@@ -64,16 +66,22 @@ class RubriQEvaluator:
             self._cache.popitem(last=False)
         return result
 
-    def evaluate_circuit(self, circuit: QuantumCircuit, strategy: str = "circuit") -> EvaluationResult:
+    def evaluate_circuit(self, circuit: QuantumCircuit, strategy: str = "circuit",
+                         deadline: Deadline | None = None) -> EvaluationResult:
         """Score a QuantumCircuit directly (no extraction)."""
         result = EvaluationResult(parsed=True, strategy=strategy, target=self.target.spec())
+        deadline = deadline or Deadline(self.config.budget.time_s)
         try:
-            facts = CircuitFacts.from_circuit(circuit, max_gates=self.config.extraction.max_gates)
-            rubric = score_facts(facts, self.context)
+            facts = CircuitFacts.from_circuit(circuit, max_gates=self.config.extraction.max_gates, deadline=deadline)
+            rubric = score_facts(facts, dataclasses.replace(self.context, deadline=deadline))
         except UnsupportedCircuitError as exc:
             return _failed(result, "unsupported", str(exc))
         except SimulationTooLargeError as exc:
             return _failed(result, "simulation", str(exc))
+        except (BudgetExceeded, MemoryError) as exc:
+            return _failed(result, "budget", str(exc) or type(exc).__name__)
+        except RecursionError as exc:
+            return _failed(result, "unsupported", f"circuit nested too deeply: {exc}")
         except Exception as exc:  # a bug in the rubric must not kill a training run
             return _failed(result, "internal", f"{type(exc).__name__}: {exc}")
         fid = rubric.details["fidelity"]
@@ -95,13 +103,16 @@ class RubriQEvaluator:
         return result
 
     def _evaluate(self, text: str) -> EvaluationResult:
+        deadline = Deadline(self.config.budget.time_s)
         try:
-            extraction = extract(text, self.config.extraction)
+            extraction = extract(text, self.config.extraction, deadline)
+        except (BudgetExceeded, MemoryError) as exc:
+            return _failed(EvaluationResult(target=self.target.spec()), "budget", str(exc) or type(exc).__name__)
         except Exception as exc:  # pragma: no cover - extract() catches its strategies' errors
             return _failed(EvaluationResult(target=self.target.spec()), "internal", f"{type(exc).__name__}: {exc}")
         if extraction.circuit is None:
             return _failed(EvaluationResult(target=self.target.spec()), "parse", extraction.error)
-        return self.evaluate_circuit(extraction.circuit, extraction.strategy)
+        return self.evaluate_circuit(extraction.circuit, extraction.strategy, deadline)
 
 
 def _failed(result: EvaluationResult, kind: str, message: str | None) -> EvaluationResult:

@@ -17,7 +17,8 @@ class EvaluationResult:
 
     ``error_type`` is None on success, else one of:
     ``parse`` (no strategy produced a circuit), ``unsupported`` (control flow, opaque gates,
-    caps), ``simulation`` (fidelity above the exact caps), ``internal`` (a bug: please report).
+    caps), ``simulation`` (fidelity above the exact caps), ``budget`` (time or memory budget
+    of the evaluation exhausted), ``internal`` (a bug: please report).
     Any error gives reward 0 and all-zero scores.
     """
 

@@ -10,7 +10,8 @@ order; the first that yields a circuit with at least one qubit wins:
    executed in the sandbox);
 3. ``python_code``: the whole text as Qiskit-Python code, executed out of process.
 
-A strategy returns None when it does not apply and raises when it applies but fails; the
+A strategy raises ``NotApplicable`` when it does not apply and any other error when it
+applies but fails; the
 reasons of every failure are kept so that a reward of 0 always comes with an explanation.
 
 >>> result = extract("Here you go:\\n```qasm\\nOPENQASM 2.0;\\ninclude \\"qelib1.inc\\";\\nqreg q[1];\\nh q[0];\\n```")
@@ -28,8 +29,9 @@ from typing import Callable
 
 from qiskit import QuantumCircuit
 
+from rubriq.budget import NO_DEADLINE, Deadline
 from rubriq.config import ExtractionConfig
-from rubriq.extract.python_exec import run_python
+from rubriq.extract.sandbox import run_python
 from rubriq.extract.qasm import QASMLimits, load_qasm
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
@@ -58,10 +60,11 @@ class Extraction:
 
 
 def _limits(cfg: ExtractionConfig) -> QASMLimits:
-    return QASMLimits(max_bytes=cfg.max_qasm_bytes, max_qubits=cfg.max_qubits)
+    return QASMLimits(max_bytes=cfg.max_qasm_bytes, max_qubits=cfg.max_qubits,
+                      max_nesting=cfg.max_nesting, max_controls=cfg.max_controls)
 
 
-def direct_qasm(text: str, cfg: ExtractionConfig) -> QuantumCircuit:
+def direct_qasm(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLINE) -> QuantumCircuit:
     start = text.find("OPENQASM")
     if start < 0:
         raise NotApplicable("no OPENQASM header")
@@ -72,7 +75,7 @@ def direct_qasm(text: str, cfg: ExtractionConfig) -> QuantumCircuit:
     return load_qasm(program, _limits(cfg))
 
 
-def fenced_block(text: str, cfg: ExtractionConfig) -> QuantumCircuit:
+def fenced_block(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLINE) -> QuantumCircuit:
     blocks = _FENCE.findall(text)
     if not blocks:
         raise NotApplicable("no code block")
@@ -85,37 +88,38 @@ def fenced_block(text: str, cfg: ExtractionConfig) -> QuantumCircuit:
             if tag in _PYTHON_TAGS or (not tag and _PYTHON_HINT.search(body)):
                 if not cfg.allow_python:
                     raise ValueError("Python execution is disabled")
-                return run_python(body, cfg)
+                return run_python(body, cfg, deadline.remaining())
             errors.append(f"block {i} ({tag or 'untagged'}): neither QASM nor Qiskit Python")
         except Exception as exc:
             errors.append(f"block {i} ({tag or 'untagged'}): {exc}")
     raise ValueError(" | ".join(errors))
 
 
-def python_code(text: str, cfg: ExtractionConfig) -> QuantumCircuit:
+def python_code(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLINE) -> QuantumCircuit:
     if not _PYTHON_HINT.search(text):
         raise NotApplicable("no Qiskit code")
     if not cfg.allow_python:
         raise NotApplicable("Python execution is disabled")
-    return run_python(text, cfg)
+    return run_python(text, cfg, deadline.remaining())
 
 
-STRATEGIES: tuple[tuple[str, Callable[[str, ExtractionConfig], QuantumCircuit]], ...] = (
+STRATEGIES: tuple[tuple[str, Callable[[str, ExtractionConfig, Deadline], QuantumCircuit]], ...] = (
     ("direct_qasm", direct_qasm),
     ("fenced_block", fenced_block),
     ("python_code", python_code),
 )
 
 
-def extract(text: str, cfg: ExtractionConfig = ExtractionConfig()) -> Extraction:
-    """Run the cascade on ``text``; never raises for any string."""
+def extract(text: str, cfg: ExtractionConfig = ExtractionConfig(), deadline: Deadline = NO_DEADLINE) -> Extraction:
+    """Run the cascade on ``text``; never raises for any string (BudgetExceeded aside)."""
     result = Extraction(circuit=None, strategy=None)
     if not isinstance(text, str):
         result.attempts.append(("input", f"expected a string, got {type(text).__name__}"))
         return result
     for name, strategy in STRATEGIES:
+        deadline.check("extraction")
         try:
-            circuit = strategy(text, cfg)
+            circuit = strategy(text, cfg, deadline)
         except NotApplicable as exc:
             result.attempts.append((name, str(exc)))
             continue

@@ -30,6 +30,8 @@ class QASMLimits:
     max_bytes: int = 65536
     max_qubits: int = 64
     max_int_digits: int = 12
+    max_nesting: int = 64
+    max_controls: int = 16
 
 
 _STANDARD_INCLUDES = {"qelib1.inc", "stdgates.inc"}
@@ -38,6 +40,8 @@ _QREG = re.compile(r"\bqreg\s+\w+\s*\[\s*(\d+)\s*\]")
 _QUBIT_ARRAY = re.compile(r"\bqubit\s*\[\s*([^\]]*)\]")
 _QUBIT_SINGLE = re.compile(r"\bqubit\s+[A-Za-z_]\w*\s*;")
 _INT_LITERAL = re.compile(r"\d+")
+_POW = re.compile(r"\bpow\s*\(")
+_CTRL = re.compile(r"\b(?:neg)?ctrl\s*(?:\(\s*(\d+)\s*\))?\s*@")
 
 
 def precheck_raw(text: str, limits: QASMLimits) -> None:
@@ -67,6 +71,22 @@ def precheck_program(program: str, limits: QASMLimits) -> None:
     declared += len(_QUBIT_SINGLE.findall(program))
     if declared > limits.max_qubits:
         raise QASMError(f"{declared} qubits declared (cap {limits.max_qubits})")
+    depth = deepest = 0
+    for ch in program:
+        if ch in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > limits.max_nesting:
+                    raise QASMError(f"brackets nested deeper than {limits.max_nesting}")
+        elif ch in ")]}":
+            depth -= 1
+    if _POW.search(program):
+        raise QASMError("pow() gate modifiers are not supported (their matrix powers are unbounded in cost)")
+    for statement in program.split(";"):
+        controls = sum(int(k or 1) for k in _CTRL.findall(statement))
+        if controls > limits.max_controls:
+            raise QASMError(f"{controls} control qubits in one gate (cap {limits.max_controls})")
 
 
 def _custom_gates_for_qasm2(text: str):

@@ -27,6 +27,8 @@ class ScoringContext:
 
     config: RubricConfig = field(default_factory=RubricConfig)
     target: "Target | None" = None
+    deadline: Any = None
+    """Optional ``rubriq.budget.Deadline`` that long computations check."""
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ class CircuitFacts:
     """Counts of the stripped circuit's gates by name, as written."""
 
     @classmethod
-    def from_circuit(cls, circuit: QuantumCircuit, max_gates: int = 200_000) -> "CircuitFacts":
+    def from_circuit(cls, circuit: QuantumCircuit, max_gates: int = 200_000, deadline=None) -> "CircuitFacts":
         stripped = strip_non_unitary(circuit)
-        ops = tuple(canonical_ops(stripped, max_gates=max_gates))
+        ops = tuple(canonical_ops(stripped, max_gates=max_gates, deadline=deadline))
         return cls(
             circuit=stripped,
             ops=ops,

@@ -35,9 +35,11 @@ def score(facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore:
     if target is None:
         raise ValueError("the fidelity dimension needs a target")
     if target.kind == "unitary":
-        result = unitary_fidelity(facts.ops, facts.num_qubits, target.unitary(), cfg.max_exact_qubits)
+        result = unitary_fidelity(facts.ops, facts.num_qubits, target.unitary(), cfg.max_exact_qubits,
+                                  ctx.deadline, ctx.config.budget.memory_mb)
     else:
-        result = state_fidelity(facts.ops, facts.num_qubits, target.state(), cfg.max_state_qubits)
+        result = state_fidelity(facts.ops, facts.num_qubits, target.state(), cfg.max_state_qubits,
+                                ctx.deadline, ctx.config.budget.memory_mb)
     value = result.process_fidelity if cfg.metric == "process" else result.average_fidelity
     return DimensionScore(value, {
         "kind": result.kind,

@@ -151,25 +151,70 @@ def _euler_from_matrix(operation: Instruction, qubit: int) -> list[Op]:
     return _zyz_ops(float(theta), float(phi), float(lam), qubit)
 
 
-def canonical_ops(circuit: QuantumCircuit, max_gates: int = 200_000) -> list[Op]:
-    """Reduce ``circuit`` to a flat list of table gates (see the module docstring)."""
+class _Walk:
+    """Counters of one decomposition: emitted gates, visited instructions, the deadline."""
+
+    def __init__(self, cap: int, deadline) -> None:
+        self.cap = cap
+        self.visits = 0
+        self.deadline = deadline
+        self.sizes: dict[tuple, int] = {}
+
+
+def canonical_ops(circuit: QuantumCircuit, max_gates: int = 200_000, deadline=None) -> list[Op]:
+    """Reduce ``circuit`` to a flat list of table gates (see the module docstring).
+
+    Raises :class:`UnsupportedCircuitError` when the expansion would exceed ``max_gates``
+    (checked with memoized definition sizes *before* expanding, so a "billion laughs" chain
+    of gate definitions is rejected at once) and ``BudgetExceeded`` past ``deadline``.
+    """
+    from rubriq.budget import NO_DEADLINE
+
     index = {bit: i for i, bit in enumerate(circuit.qubits)}
     out: list[Op] = []
+    walk = _Walk(max_gates, deadline or NO_DEADLINE)
     for inst in circuit.data:
-        _emit(inst.operation, tuple(index[q] for q in inst.qubits), out, 0, max_gates)
+        _emit(inst.operation, tuple(index[q] for q in inst.qubits), out, 0, walk)
     return out
 
 
-def _emit(operation: Instruction, qubits: tuple[int, ...], out: list[Op], depth: int, cap: int) -> None:
+def _expanded_size(operation: Instruction, walk: _Walk, depth: int) -> int:
+    """Instructions visited when expanding ``operation`` (memoized per custom gate)."""
     name = operation.name
+    if name in STRIPPED_INSTRUCTIONS or name in TABLE_GATES or name in ("u", "u3", "u2"):
+        return 1
+    key = (name, operation.num_qubits, len(operation.params))
+    if key in walk.sizes:
+        return walk.sizes[key]
+    if depth >= _MAX_DEFINITION_DEPTH:
+        raise UnsupportedCircuitError(f"gate definitions nested deeper than {_MAX_DEFINITION_DEPTH}")
+    try:
+        definition = operation.definition
+    except Exception:
+        definition = None
+    size = 1
+    if definition is not None:
+        for inst in definition.data:
+            size += _expanded_size(inst.operation, walk, depth + 1)
+            if size > walk.cap:
+                break
+    walk.sizes[key] = size
+    return size
+
+
+def _emit(operation: Instruction, qubits: tuple[int, ...], out: list[Op], depth: int, walk: _Walk) -> None:
+    name = operation.name
+    walk.visits += 1
+    if walk.visits & 255 == 0:
+        walk.deadline.check("circuit decomposition")
     if isinstance(operation, ControlFlowOp):
         raise UnsupportedCircuitError(f"classical control flow ({name}) is not supported")
     if name in STRIPPED_INSTRUCTIONS:
         return
     if operation.num_clbits:
         raise UnsupportedCircuitError(f"instruction {name!r} acts on classical bits")
-    if len(out) >= cap:
-        raise UnsupportedCircuitError(f"more than {cap} gates after canonical decomposition")
+    if len(out) >= walk.cap or walk.visits > 4 * walk.cap:
+        raise UnsupportedCircuitError(f"more than {walk.cap} gates after canonical decomposition")
     if name in TABLE_GATES and is_standard(operation):
         out.append(Op(name, qubits, _float_params(operation)))
         return
@@ -183,6 +228,9 @@ def _emit(operation: Instruction, qubits: tuple[int, ...], out: list[Op], depth:
     if depth >= _MAX_DEFINITION_DEPTH:
         raise UnsupportedCircuitError(f"gate definitions nested deeper than {_MAX_DEFINITION_DEPTH}")
     _float_params(operation)
+    if depth == 0 and len(out) + _expanded_size(operation, walk, 0) > walk.cap:
+        raise UnsupportedCircuitError(
+            f"gate {name!r} expands to more than {walk.cap} gates (cap on the canonical decomposition)")
     try:
         definition = operation.definition
     except Exception as exc:
@@ -194,7 +242,7 @@ def _emit(operation: Instruction, qubits: tuple[int, ...], out: list[Op], depth:
         raise UnsupportedCircuitError(f"gate {name!r} is opaque (no definition)")
     sub_index = {bit: qubits[i] for i, bit in enumerate(definition.qubits)}
     for inst in definition.data:
-        _emit(inst.operation, tuple(sub_index[q] for q in inst.qubits), out, depth + 1, cap)
+        _emit(inst.operation, tuple(sub_index[q] for q in inst.qubits), out, depth + 1, walk)
 
 
 def strip_non_unitary(circuit: QuantumCircuit) -> QuantumCircuit:

@@ -45,19 +45,31 @@ def apply_op(state: np.ndarray, matrix: np.ndarray, qubits: tuple[int, ...], n: 
     return np.ascontiguousarray(out).reshape(state.shape)
 
 
-def apply_ops(state: np.ndarray, ops, n: int) -> np.ndarray:
-    for op in ops:
+def apply_ops(state: np.ndarray, ops, n: int, deadline=None) -> np.ndarray:
+    for i, op in enumerate(ops):
+        if deadline is not None and i & 15 == 0:
+            deadline.check("simulation")
         state = apply_op(state, op_matrix(op.name, op.params), op.qubits, n)
     return state
 
 
-def circuit_block(ops, n_circuit: int, n_target: int) -> np.ndarray:
+def check_memory(n: int, columns: int, memory_mb: float | None) -> None:
+    """Refuse, before allocating, a simulation whose working set exceeds ``memory_mb``."""
+    needed = 3 * 16 * (2**n) * columns  # the block, one gate's output, one temporary
+    if memory_mb is not None and needed > memory_mb * 1024 * 1024:
+        from rubriq.budget import BudgetExceeded
+
+        raise BudgetExceeded(f"simulating {n} qubits x {columns} columns needs ~{needed / 2**20:.0f} MiB "
+                             f"(memory budget {memory_mb} MiB)")
+
+
+def circuit_block(ops, n_circuit: int, n_target: int, deadline=None) -> np.ndarray:
     """V = (I (x) <0|_anc) U_c (I (x) |0>_anc), shape (2^n_target, 2^n_target)."""
     n = max(n_circuit, n_target)
     d = 2**n_target
     block = np.zeros((2**n, d), dtype=complex)
     block[np.arange(d), np.arange(d)] = 1.0
-    block = apply_ops(block, ops, n)
+    block = apply_ops(block, ops, n, deadline)
     return block[:d, :]
 
 
@@ -71,28 +83,30 @@ class FidelityResult:
 
 
 def unitary_fidelity(ops: tuple[Op, ...], n_circuit: int, target: np.ndarray,
-                     max_qubits: int) -> FidelityResult:
+                     max_qubits: int, deadline=None, memory_mb: float | None = None) -> FidelityResult:
     d = target.shape[0]
     n_target = d.bit_length() - 1
     n = max(n_circuit, n_target)
     if n > max_qubits:
         raise SimulationTooLargeError(f"{n} qubits exceed the exact-fidelity cap of {max_qubits}")
-    block = circuit_block(ops, n_circuit, n_target)
+    check_memory(n, d, memory_mb)
+    block = circuit_block(ops, n_circuit, n_target, deadline)
     trace = complex(np.vdot(target, block))
     f_pro = min(1.0, abs(trace) ** 2 / d**2)
     return FidelityResult("process", f_pro, (d * f_pro + 1) / (d + 1), trace)
 
 
 def state_fidelity(ops: tuple[Op, ...], n_circuit: int, target: np.ndarray,
-                   max_qubits: int) -> FidelityResult:
+                   max_qubits: int, deadline=None, memory_mb: float | None = None) -> FidelityResult:
     d = target.shape[0]
     n_target = d.bit_length() - 1
     n = max(n_circuit, n_target)
     if n > max_qubits:
         raise SimulationTooLargeError(f"{n} qubits exceed the state-simulation cap of {max_qubits}")
+    check_memory(n, 1, memory_mb)
     state = np.zeros((2**n, 1), dtype=complex)
     state[0, 0] = 1.0
-    state = apply_ops(state, ops, n)
+    state = apply_ops(state, ops, n, deadline)
     overlap = complex(np.vdot(target, state[:d, 0]))
     f = min(1.0, abs(overlap) ** 2)
     return FidelityResult("state", f, f, overlap)

@@ -1,0 +1,37 @@
+"""A per-completion time budget, checked cooperatively by the long loops of an evaluation.
+
+Signals cannot safely interrupt NumPy or Qiskit's Rust code, so the loops that can run long
+(canonical decomposition, simulation) call :meth:`Deadline.check` between gates, and the
+Python sandbox gets at most the remaining time.
+
+>>> Deadline(None).remaining() is None
+True
+>>> Deadline(0.0).check("simulation")
+Traceback (most recent call last):
+...
+rubriq.budget.BudgetExceeded: time budget of 0 s exhausted during simulation
+"""
+
+from __future__ import annotations
+
+import time
+
+
+class BudgetExceeded(RuntimeError):
+    """The evaluation ran out of its time or memory budget."""
+
+
+class Deadline:
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.end = None if seconds is None else time.monotonic() + seconds
+
+    def remaining(self) -> float | None:
+        return None if self.end is None else self.end - time.monotonic()
+
+    def check(self, stage: str) -> None:
+        if self.end is not None and time.monotonic() >= self.end:
+            raise BudgetExceeded(f"time budget of {self.seconds:g} s exhausted during {stage}")
+
+
+NO_DEADLINE = Deadline(None)
