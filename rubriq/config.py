@@ -152,7 +152,10 @@ class ExtractionConfig:
     """Limits of the extraction cascade (text -> circuit)."""
 
     allow_python: bool = True
-    """Execute Qiskit-Python completions in an isolated subprocess."""
+    """Execute Qiskit-Python completions in the sandbox (rubriq/extract/sandbox)."""
+    python_prefilter: bool = True
+    """Reject code outside the honest subset (AST check) before spending a process on it.
+    A fast path, not the security boundary: the sandbox holds with it off."""
     python_timeout_s: float = 10.0
     """Wall-clock limit of one Python execution (Qiskit is pre-imported by the sandbox worker)."""
     sandbox_workers: int = 2
@@ -188,6 +191,10 @@ class RubricConfig:
     """Everything the rubric needs; ``configs/rubric_default.yaml`` spells out the defaults."""
 
     weights: RubricWeights = field(default_factory=RubricWeights)
+    fidelity_gating: Literal["none", "multiplicative"] = "none"
+    """"none": the paper's R = sum_d w_d S_d.  "multiplicative": R = w_F S_F + S_F * sum_{d != F}
+    w_d S_d, so that a circuit that does nothing (S_C = S_T = S_E = 1) cannot collect the
+    non-fidelity weight (0.6 by default) without implementing the target."""
     complexity: ComplexityAwareConfig = field(default_factory=ComplexityAwareConfig)
     tcount: TCountConfig = field(default_factory=TCountConfig)
     hardware: HardwareConfig = field(default_factory=HardwareConfig)

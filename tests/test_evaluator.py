@@ -149,3 +149,18 @@ def test_cli_targets_lists_every_target():
     for name in ("qft", "qpe", "heisenberg", "tfim", "amplitude_encoding", "angle_encoding", "basis_encoding",
                  "circuit"):
         assert name in out.output
+
+
+def test_empty_circuit_reward_and_fidelity_gating():
+    """Under the paper's formula a circuit that does nothing collects every non-fidelity weight."""
+    empty = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[2];'
+    paper = RubriQEvaluator(target_algorithm="qft", num_qubits=2).evaluate(empty)
+    # S_C = S_T = S_E = 1; S_H = 0.3 + 0.2 + 1.0*0.2 (no gates: native fraction 1) + 0.3 = 1
+    # F_process of the identity vs QFT-2: |Tr(QFT)|^2 / 16 with Tr(QFT_2) = sum_x i^(x^2) / 2
+    # = (1 + i + 1 + i) / 2 = 1 + i, so F = 2 / 16 = 1/8.
+    assert paper.scores["hardware"] == pytest.approx(1.0)
+    assert paper.process_fidelity == pytest.approx(1 / 8)
+    assert paper.reward == pytest.approx(0.6 + 0.4 / 8)
+    cfg = RubricConfig.from_dict({"fidelity_gating": "multiplicative"})
+    gated = RubriQEvaluator(target_algorithm="qft", num_qubits=2, config=cfg).evaluate(empty)
+    assert gated.reward == pytest.approx(0.4 / 8 + (1 / 8) * 0.6)

@@ -28,10 +28,11 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
     Raises :class:`PythonExecutionError` with the reason (rejected by the pre-filter, timeout,
     crash, output over the cap, malformed or non-allow-listed circuit).
     """
-    try:
-        check_code(code)
-    except GuardError as exc:
-        raise PythonExecutionError(f"rejected by the pre-filter: {exc}") from None
+    if cfg.python_prefilter:
+        try:
+            check_code(code)
+        except GuardError as exc:
+            raise PythonExecutionError(f"rejected by the pre-filter: {exc}") from None
     timeout = cfg.python_timeout_s if timeout_s is None else min(cfg.python_timeout_s, timeout_s)
     if timeout <= 0:
         raise PythonExecutionError("no time left in the evaluation budget")

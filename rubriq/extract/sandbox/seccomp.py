@@ -98,7 +98,7 @@ def build_filter(pid: int) -> bytes:
     # to clone, whose flags we can read: threads (CLONE_THREAD) yes, new processes no.
     prog.append(_insn(_JEQ_K, 0, 1, CLONE3_X86_64))
     prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS))
-    prog.append(_insn(_JEQ_K, 0, 3, CLONE_X86_64))
+    prog.append(_insn(_JEQ_K, 0, 4, CLONE_X86_64))
     prog.append(_insn(_LD_W_ABS, 0, 0, 16))
     prog.append(_insn(_JSET_K, 1, 0, CLONE_THREAD))
     prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM))
