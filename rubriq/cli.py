@@ -125,5 +125,24 @@ def targets() -> None:
     console.print(table)
 
 
+@app.command()
+def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Start a sandbox worker and report which isolation layers are active on this machine."""
+    from rubriq.extract.sandbox import doctor as sandbox_doctor
+
+    report = sandbox_doctor()
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    table = Table(title=f"RubriQ sandbox layers (euid {report.get('euid')}, Python {report.get('python')})")
+    table.add_column("layer", no_wrap=True)
+    table.add_column("active")
+    table.add_column("why not")
+    for name, active in report["active"].items():
+        table.add_row(name, "[green]yes[/green]" if active else "[yellow]no[/yellow]", report["why"].get(name, ""))
+    console.print(table)
+    console.print("See SECURITY.md for what holds when a layer is inactive.")
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

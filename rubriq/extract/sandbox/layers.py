@@ -169,14 +169,16 @@ def probe(slot: int = 0) -> dict[str, object]:
         try:
             os.close(r)
             os.setsid()
+            root = os.geteuid() == 0
+            readable = root and interpreter_readable_after_drop()
             want = {name: True for name in LAYERS}
-            want["uid_drop"] = os.geteuid() == 0 and interpreter_readable_after_drop()
+            want["uid_drop"] = readable
             failed = apply(want, slot, 1024, 5, 16)
             result = {name: (want.get(name, True) and name not in failed) for name in LAYERS}
-            if want["uid_drop"] is False and os.geteuid() == 0:
+            if not root:
+                failed["uid_drop"] = "not running as root: the process already runs unprivileged"
+            elif not readable:
                 failed["uid_drop"] = "interpreter files are not readable by an unprivileged uid"
-            elif os.geteuid() != 0 and "uid_drop" not in failed:
-                failed.setdefault("uid_drop", "not running as root")
             import json
 
             os.write(w, json.dumps({"active": result, "why": failed}).encode())
