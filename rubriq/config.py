@@ -132,10 +132,29 @@ class FidelityConfig:
     """Which fidelity S_F is: F_process = |Tr(U_A^+ U_c)|^2/d^2 (default: it is 0 for an
     orthogonal circuit, whereas F_avg = (d F_process + 1)/(d + 1) never drops below 1/(d+1)),
     or F_avg.  Both are always reported."""
+    backend: Literal["auto", "numpy", "torch", "cudaq", "qcec"] = "auto"
+    """auto/numpy: exact NumPy engine up to ``max_exact_qubits``, sampled estimator above;
+    torch: the same algorithm on torch (CUDA when available); cudaq: CUDA-Q state vectors
+    (state targets and sampled unitaries); qcec: certified equivalence with mqt.qcec against
+    the target's exact reference circuit, falling back to auto when not certified."""
     max_exact_qubits: int = 12
-    """Largest circuit width simulated exactly for unitary targets (memory ~ 2^(n_c + n_t))."""
+    """Largest width simulated exactly for unitary targets (cost ~ gates x 4^n)."""
+    max_sampled_qubits: int = 24
+    """Largest width for the sampled estimator (cost ~ gates x k x 2^n)."""
     max_state_qubits: int = 24
     """Largest circuit width simulated for state-preparation targets (memory ~ 2^n_c)."""
+    max_ancillas: int = 8
+    """Most qubits a circuit may have beyond the target's (clean ancillas); more: no simulation."""
+    samples: int = 16
+    """k: random input states of the sampled estimator."""
+    confidence_z: float = 3.0
+    """Width of the sampled estimator's interval in standard errors (3: ~99.7 %)."""
+    sample_seed: int = 1234
+    """Seed of the sampled estimator's input states (results are deterministic)."""
+    threads: int = 2
+    """Threads of the exact NumPy engine (input columns split in chunks)."""
+    torch_device: str = "auto"
+    """Device of the torch backend: auto (cuda if available), cpu, cuda, cuda:1 ..."""
     correct_threshold: float = 0.99
     """F_avg at or above which a circuit is reported as functionally correct."""
 

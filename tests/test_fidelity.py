@@ -158,4 +158,4 @@ def test_circuit_above_exact_cap_gets_a_clear_reason():
     with pytest.raises(SimulationTooLargeError, match="cap"):
         unitary_fidelity(tuple(canonical_ops(qc)), 14, target.unitary(), max_qubits=12)
     result = RubriQEvaluator(target=target).evaluate(qasm2.dumps(qc))
-    assert result.reward == 0.0 and result.error_type == "simulation" and "cap" in result.error
+    assert result.reward == 0.0 and result.error_type == "simulation" and "ancillas" in result.error

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import OrderedDict
 from typing import Any
 
@@ -22,7 +23,7 @@ from rubriq.config import RubricConfig
 from rubriq.evaluator.result import EvaluationResult
 from rubriq.extract.cascade import extract
 from rubriq.rubric.base import ScoringContext
-from rubriq.rubric.engine import score_facts
+from rubriq.rubric.engine import RubricScores, score_facts
 from rubriq.rubric.facts import CircuitFacts
 from rubriq.rubric.gates import UnsupportedCircuitError
 from rubriq.sim.exact import SimulationTooLargeError
@@ -49,16 +50,23 @@ class RubriQEvaluator:
             target = make_target(target_algorithm, num_qubits, **target_params)
         self.target = target
         self.config = config or RubricConfig()
+        check_backend(self.config.fidelity.backend)
         self.context = ScoringContext(config=self.config, target=target)
         self._cache: OrderedDict[str, EvaluationResult] = OrderedDict()
+        self._scores: OrderedDict[tuple, RubricScores] = OrderedDict()
         self._cache_size = cache_size
+        self._executor = None
+        self._executor_workers = 0
+        self.stats = {"evaluations": 0, "text_cache_hits": 0, "circuit_cache_hits": 0, "scored": 0}
 
     def evaluate(self, text: str) -> EvaluationResult:
         """Score one completion; never raises for any input string; same input, same result."""
+        self.stats["evaluations"] += 1
         key = text if isinstance(text, str) else repr(text)
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
+            self.stats["text_cache_hits"] += 1
             return hit
         result = self._evaluate(text)
         self._cache[key] = result
@@ -73,7 +81,7 @@ class RubriQEvaluator:
         deadline = deadline or Deadline(self.config.budget.time_s)
         try:
             facts = CircuitFacts.from_circuit(circuit, max_gates=self.config.extraction.max_gates, deadline=deadline)
-            rubric = score_facts(facts, dataclasses.replace(self.context, deadline=deadline))
+            rubric = self._score(facts, deadline)
         except UnsupportedCircuitError as exc:
             return _failed(result, "unsupported", str(exc))
         except SimulationTooLargeError as exc:
@@ -93,6 +101,8 @@ class RubriQEvaluator:
         result.process_fidelity = fid["process_fidelity"]
         result.average_fidelity = fid["average_fidelity"]
         result.fidelity_kind = fid["kind"]
+        result.fidelity_method = fid["method"]
+        result.fidelity_interval = fid["interval"]
         result.depth = facts.depth
         result.num_qubits = facts.num_qubits
         result.num_gates = facts.num_gates
@@ -101,6 +111,59 @@ class RubriQEvaluator:
         result.best_backend = hw["best_backend"]
         result.circuit = facts.circuit
         return result
+
+    def _score(self, facts: CircuitFacts, deadline: Deadline) -> RubricScores:
+        """Score facts, once per distinct circuit (identical circuits in a GRPO group, even
+        with different surrounding text, are simulated once)."""
+        key = facts.key()
+        hit = self._scores.get(key)
+        if hit is not None:
+            self._scores.move_to_end(key)
+            self.stats["circuit_cache_hits"] += 1
+            return hit
+        rubric = score_facts(facts, dataclasses.replace(self.context, deadline=deadline))
+        self.stats["scored"] += 1
+        self._scores[key] = rubric
+        if len(self._scores) > self._cache_size:
+            self._scores.popitem(last=False)
+        return rubric
+
+    def evaluate_batch(self, texts: list[str], workers: int | None = None) -> list[EvaluationResult]:
+        """Evaluate many completions; order-preserving, deterministic, equal to one-by-one.
+
+        Distinct texts are scored once.  With ``workers`` > 1 they are spread over that many
+        processes (each with its own evaluator built from this one's target spec and config,
+        and its own sandbox); ``workers=None`` uses one process per core for batches of 8 or
+        more distinct texts.
+        """
+        texts = list(texts)
+        unique = list(dict.fromkeys(t if isinstance(t, str) else repr(t) for t in texts))
+        todo = [t for t in unique if t not in self._cache]
+        if workers is None:
+            workers = (os.cpu_count() or 1) if len(todo) >= 8 else 1
+        if workers > 1 and len(todo) > 1:
+            for text, result in zip(todo, self._pool(workers).map(_worker_evaluate, todo, chunksize=1)):
+                self._cache[text] = result
+        results = {t: self.evaluate(t) for t in unique}
+        return [results[t if isinstance(t, str) else repr(t)] for t in texts]
+
+    def _pool(self, workers: int):
+        if self._executor is None or self._executor_workers != workers:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.close()
+            self._executor = ProcessPoolExecutor(
+                workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
+                initargs=(self.target.spec(), self.config.to_dict()))
+            self._executor_workers = workers
+        return self._executor
+
+    def close(self) -> None:
+        """Stop the batch worker processes (if any)."""
+        if self._executor is not None:
+            self._executor.shutdown(cancel_futures=True)
+            self._executor = None
 
     def _evaluate(self, text: str) -> EvaluationResult:
         deadline = Deadline(self.config.budget.time_s)
@@ -113,6 +176,39 @@ class RubriQEvaluator:
         if extraction.circuit is None:
             return _failed(EvaluationResult(target=self.target.spec()), "parse", extraction.error)
         return self.evaluate_circuit(extraction.circuit, extraction.strategy, deadline)
+
+
+_WORKER: "RubriQEvaluator | None" = None
+
+
+def _worker_init(spec: dict, config: dict) -> None:
+    global _WORKER
+    from rubriq.targets import target_from_spec
+
+    _WORKER = RubriQEvaluator(target=target_from_spec(spec), config=RubricConfig.from_dict(config))
+
+
+def _worker_evaluate(text: str) -> EvaluationResult:
+    assert _WORKER is not None
+    return _WORKER.evaluate(text)
+
+
+def check_backend(backend: str) -> None:
+    """Fail at construction, with the install command, if an optional backend is missing."""
+    from rubriq.sim.torch_backend import BackendUnavailable
+
+    needs = {"torch": ("torch", "pip install torch"), "cudaq": ("cudaq", "pip install cudaq"),
+             "qcec": ("mqt.qcec", "pip install mqt.qcec")}
+    if backend in needs:
+        import importlib.util
+
+        module, cmd = needs[backend]
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            raise BackendUnavailable(f"fidelity.backend={backend} needs {module}: {cmd}")
 
 
 def _failed(result: EvaluationResult, kind: str, message: str | None) -> EvaluationResult:

@@ -33,6 +33,10 @@ class EvaluationResult:
     process_fidelity: float | None = None
     average_fidelity: float | None = None
     fidelity_kind: str | None = None
+    fidelity_method: str | None = None
+    """exact, sampled, qcec, torch:DEVICE or cudaq."""
+    fidelity_interval: tuple[float, float] | None = None
+    """Confidence interval of F_process when it was estimated by sampling."""
     depth: int | None = None
     num_qubits: int | None = None
     num_gates: int | None = None

@@ -39,7 +39,7 @@ _INCLUDE_NAME = re.compile(r'include\s+"([^"\n]*)"')
 _QREG = re.compile(r"\bqreg\s+\w+\s*\[\s*(\d+)\s*\]")
 _QUBIT_ARRAY = re.compile(r"\bqubit\s*\[\s*([^\]]*)\]")
 _QUBIT_SINGLE = re.compile(r"\bqubit\s+[A-Za-z_]\w*\s*;")
-_INT_LITERAL = re.compile(r"\d+")
+_INT_LITERAL = re.compile(r"(?<![\w.])\d+(?![\w.])")  # integers, not the digits of floats or names
 _POW = re.compile(r"\bpow\s*\(")
 _CTRL = re.compile(r"\b(?:neg)?ctrl\s*(?:\(\s*(\d+)\s*\))?\s*@")
 

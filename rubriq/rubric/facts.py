@@ -47,6 +47,10 @@ class CircuitFacts:
 
         return cls.from_circuit(load_qasm(text))
 
+    def key(self) -> tuple:
+        """Everything the rubric reads: equal keys give equal scores (the evaluator's cache)."""
+        return (self.num_qubits, self.depth, tuple(sorted(self.gate_counts.items())), self.ops)
+
     @property
     def num_gates(self) -> int:
         """|c|: number of operational gates as written (after stripping)."""

@@ -10,6 +10,9 @@ are reported; F_avg is the paper's correctness metric (F_avg >= 0.99).
 
 For state-preparation targets (the encodings) S_F = |<psi_target|U_c|0>|^2.
 
+How it is computed (exact engine, sampled estimator above 12 qubits, torch/CUDA-Q/qcec
+backends) is ``fidelity.backend``'s choice (``rubriq.sim``).
+
 Width mismatch (see ``rubriq.sim.exact``): a narrower circuit acts as the identity on the
 target's missing qubits; a wider circuit's extra qubits are ancillas that start in |0> and must
 end in |0> (clean ancillas).  Both fidelities are invariant to global phase.
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 from rubriq.rubric.base import DimensionScore, ScoringContext
 from rubriq.rubric.facts import CircuitFacts
-from rubriq.sim.exact import state_fidelity, unitary_fidelity
+from rubriq.sim import compute_fidelity
 
 
 def score(facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore:
@@ -34,15 +37,12 @@ def score(facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore:
     target, cfg = ctx.target, ctx.config.fidelity
     if target is None:
         raise ValueError("the fidelity dimension needs a target")
-    if target.kind == "unitary":
-        result = unitary_fidelity(facts.ops, facts.num_qubits, target.unitary(), cfg.max_exact_qubits,
-                                  ctx.deadline, ctx.config.budget.memory_mb)
-    else:
-        result = state_fidelity(facts.ops, facts.num_qubits, target.state(), cfg.max_state_qubits,
-                                ctx.deadline, ctx.config.budget.memory_mb)
+    result = compute_fidelity(facts, target, cfg, ctx.deadline, ctx.config.budget.memory_mb)
     value = result.process_fidelity if cfg.metric == "process" else result.average_fidelity
     return DimensionScore(value, {
         "kind": result.kind,
         "process_fidelity": result.process_fidelity,
         "average_fidelity": result.average_fidelity,
+        "method": result.method,
+        "interval": result.interval,
     })

@@ -12,9 +12,11 @@ target's width and sit in the high bits.
 A circuit with fewer qubits than the target acts as the identity on the missing ones.  With
 clean ancillas, F_process = 1 exactly when U_c maps |x>|0> to e^{i phi} (U_A|x>)|0> for all x.
 
-Hand-written because no maintained library computes the ancilla-projected trace directly:
-Qiskit's ``Operator`` builds the full 4^n matrix through Python-level composition (the slow
-path this engine replaces) and Aer's unitary simulator has no ancilla projection.
+The gates are compiled to in-place kernels (``program.py``, ``kernels.py``): one-qubit runs
+fused, diagonal gates as phase multiplies, permutations as block swaps.  Hand-written because
+no maintained library computes the ancilla-projected trace directly: Qiskit's ``Operator``
+composes dense matrices (the slow path this engine replaces) and Aer's unitary simulator has
+no ancilla projection.
 """
 
 from __future__ import annotations
@@ -23,39 +25,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rubriq.rubric.gates import Op, op_matrix
+from rubriq.rubric.gates import Op
+from rubriq.sim.kernels import run_program
+from rubriq.sim.program import compile_ops
 
 
 class SimulationTooLargeError(ValueError):
     """The requested simulation exceeds the configured exact cap."""
 
 
-def apply_op(state: np.ndarray, matrix: np.ndarray, qubits: tuple[int, ...], n: int) -> np.ndarray:
-    """Apply a k-qubit gate (Qiskit matrix order) to ``state`` of shape (2^n, m)."""
-    k = len(qubits)
-    if k == 1:
-        q = qubits[0]
-        view = state.reshape(2 ** (n - 1 - q), 2, -1)
-        return np.matmul(matrix, view).reshape(state.shape)
-    tensor = state.reshape((2,) * n + (-1,))
-    axes = [n - 1 - q for q in reversed(qubits)]
-    gate = matrix.reshape((2,) * (2 * k))
-    out = np.tensordot(gate, tensor, axes=(list(range(k, 2 * k)), axes))
-    out = np.moveaxis(out, list(range(k)), axes)
-    return np.ascontiguousarray(out).reshape(state.shape)
-
-
-def apply_ops(state: np.ndarray, ops, n: int, deadline=None) -> np.ndarray:
-    for i, op in enumerate(ops):
-        if deadline is not None and i & 15 == 0:
-            deadline.check("simulation")
-        state = apply_op(state, op_matrix(op.name, op.params), op.qubits, n)
-    return state
-
-
 def check_memory(n: int, columns: int, memory_mb: float | None) -> None:
     """Refuse, before allocating, a simulation whose working set exceeds ``memory_mb``."""
-    needed = 3 * 16 * (2**n) * columns  # the block, one gate's output, one temporary
+    needed = 3 * 16 * (2**n) * columns  # the block, a gather buffer, two half-size scratches
     if memory_mb is not None and needed > memory_mb * 1024 * 1024:
         from rubriq.budget import BudgetExceeded
 
@@ -63,14 +44,48 @@ def check_memory(n: int, columns: int, memory_mb: float | None) -> None:
                              f"(memory budget {memory_mb} MiB)")
 
 
-def circuit_block(ops, n_circuit: int, n_target: int, deadline=None) -> np.ndarray:
-    """V = (I (x) <0|_anc) U_c (I (x) |0>_anc), shape (2^n_target, 2^n_target)."""
+def simulate_rows(ops, n: int, block, rows: int, deadline=None, ops_backend=None):
+    """Apply the canonical gates to every column of ``block`` (shape (2^n, m)) and return the
+    first ``rows`` rows of the result (the ancilla-free part), up to a global phase."""
+    sim = run_program(block, n, compile_ops(ops), deadline, ops_backend)
+    return sim.rows_of(rows)
+
+
+def simulate(ops, n: int, block, deadline=None):
+    """The full (2^n, m) result of applying the canonical gates to ``block``, up to global phase."""
+    sim = run_program(block, n, compile_ops(ops), deadline)
+    sim.materialize()
+    return sim.s
+
+
+def _column_chunks(d: int, threads: int) -> list[tuple[int, int]]:
+    threads = max(1, min(threads, d // 64 or 1))
+    edges = [round(i * d / threads) for i in range(threads + 1)]
+    return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+
+
+def circuit_block(ops, n_circuit: int, n_target: int, deadline=None, threads: int = 1) -> np.ndarray:
+    """V = (I (x) <0|_anc) U_c (I (x) |0>_anc) up to a global phase, shape (2^n_t, 2^n_t).
+
+    The input columns are independent: with ``threads`` > 1 they are split into chunks that
+    run the same kernel program in parallel threads (NumPy releases the GIL in its loops)."""
     n = max(n_circuit, n_target)
     d = 2**n_target
-    block = np.zeros((2**n, d), dtype=complex)
-    block[np.arange(d), np.arange(d)] = 1.0
-    block = apply_ops(block, ops, n, deadline)
-    return block[:d, :]
+    program = compile_ops(ops)
+
+    def run(chunk: tuple[int, int]) -> np.ndarray:
+        a, b = chunk
+        block = np.zeros((2**n, b - a), dtype=complex)
+        block[np.arange(a, b), np.arange(b - a)] = 1.0
+        return run_program(block, n, program, deadline).rows_of(d)
+
+    chunks = _column_chunks(d, threads)
+    if len(chunks) == 1:
+        return run(chunks[0])
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(chunks)) as pool:
+        return np.concatenate(list(pool.map(run, chunks)), axis=1)
 
 
 @dataclass(frozen=True)
@@ -80,17 +95,23 @@ class FidelityResult:
     process_fidelity: float
     average_fidelity: float
     trace: complex | None = None
+    method: str = "exact"
+    """exact, sampled, qcec (certified), or the backend that computed it (torch, cudaq)."""
+    interval: tuple[float, float] | None = None
+    """Confidence interval of F_process (sampled estimator only)."""
+    samples: int | None = None
 
 
 def unitary_fidelity(ops: tuple[Op, ...], n_circuit: int, target: np.ndarray,
-                     max_qubits: int, deadline=None, memory_mb: float | None = None) -> FidelityResult:
+                     max_qubits: int, deadline=None, memory_mb: float | None = None,
+                     threads: int = 1) -> FidelityResult:
     d = target.shape[0]
     n_target = d.bit_length() - 1
     n = max(n_circuit, n_target)
     if n > max_qubits:
         raise SimulationTooLargeError(f"{n} qubits exceed the exact-fidelity cap of {max_qubits}")
     check_memory(n, d, memory_mb)
-    block = circuit_block(ops, n_circuit, n_target, deadline)
+    block = circuit_block(ops, n_circuit, n_target, deadline, threads)
     trace = complex(np.vdot(target, block))
     f_pro = min(1.0, abs(trace) ** 2 / d**2)
     return FidelityResult("process", f_pro, (d * f_pro + 1) / (d + 1), trace)
@@ -106,7 +127,7 @@ def state_fidelity(ops: tuple[Op, ...], n_circuit: int, target: np.ndarray,
     check_memory(n, 1, memory_mb)
     state = np.zeros((2**n, 1), dtype=complex)
     state[0, 0] = 1.0
-    state = apply_ops(state, ops, n, deadline)
-    overlap = complex(np.vdot(target, state[:d, 0]))
+    rows = simulate_rows(ops, n, state, d, deadline)
+    overlap = complex(np.vdot(target, rows[:, 0]))
     f = min(1.0, abs(overlap) ** 2)
     return FidelityResult("state", f, f, overlap)

@@ -54,6 +54,10 @@ class Target(ABC):
     """Extra parameters (besides num_qubits) and what they mean, for `rubriq targets`."""
     min_qubits: ClassVar[int] = 1
     max_qubits: ClassVar[int] = 12
+    max_dense_qubits: ClassVar[int] = 14
+    """Largest width for which ``unitary()`` builds the dense 2^n x 2^n matrix."""
+    reference_is_exact: ClassVar[bool] = True
+    """Whether ``reference_circuit()`` implements the target exactly (certified backends)."""
 
     def __init__(self, num_qubits: int, **params: Any) -> None:
         if not isinstance(num_qubits, int) or isinstance(num_qubits, bool):
@@ -110,7 +114,19 @@ class Target(ABC):
         """The target unitary (read-only, computed once)."""
         if self.kind != "unitary":
             raise TargetError(f"{self.name} is a state-preparation target")
+        if self.num_qubits > self.max_dense_qubits:
+            raise TargetError(f"{self.name}: no dense unitary above {self.max_dense_qubits} qubits; "
+                              "use apply() (the sampled fidelity estimator does)")
         return self._unitary
+
+    def apply(self, states: np.ndarray) -> np.ndarray:
+        """U_A applied to the columns of ``states`` (shape (2^n, k)).
+
+        Dense matrix product by default; targets with structure (QFT: FFT, QPE, Hamiltonians:
+        sparse expm_multiply, circuits: simulation) override it so that the sampled fidelity
+        estimator works far beyond the dense limit.
+        """
+        return self.unitary() @ states
 
     def state(self) -> np.ndarray:
         """The target state (read-only, computed once)."""

@@ -41,10 +41,20 @@ class CircuitTarget(Target):
         return (f"Rewrite the following {self.num_qubits}-qubit circuit so that it implements the same unitary "
                 f"(up to global phase) with fewer T gates:\n```qasm\n{self.params['qasm'].strip()}\n```\n")
 
+    max_qubits = 24
+
     def _build_unitary(self):
         from qiskit.quantum_info import Operator
 
         return np.asarray(Operator(self.circuit).data)
+
+    def apply(self, states):
+        if self.num_qubits <= self.max_dense_qubits:
+            return self.unitary() @ states
+        from rubriq.rubric.gates import canonical_ops
+        from rubriq.sim.exact import simulate
+
+        return simulate(tuple(canonical_ops(self.circuit)), self.num_qubits, np.array(states, dtype=complex))
 
     def _build_reference(self):
         return self.circuit.copy()

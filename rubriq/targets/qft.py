@@ -23,10 +23,26 @@ def qft_matrix(n: int, do_swaps: bool = True, inverse: bool = False) -> np.ndarr
     return u.conj().T if inverse else u
 
 
+def apply_qft(states: np.ndarray, n: int, do_swaps: bool = True, inverse: bool = False) -> np.ndarray:
+    """qft_matrix(n, do_swaps, inverse) @ states through the FFT (O(2^n n) per column).
+
+    QFT psi = sqrt(N) ifft(psi) (numpy's ifft carries exp(+2 pi i x y / N) / N).
+    """
+    dim = 2**n
+    reverse = bit_reversal(n)
+    if not inverse:
+        out = np.fft.ifft(states, axis=0) * math.sqrt(dim)
+        return out if do_swaps else out[reverse]
+    if not do_swaps:
+        states = states[reverse]
+    return np.fft.fft(states, axis=0) / math.sqrt(dim)
+
+
 class QFTTarget(Target):
     name = "qft"
     family = "qft"
     kind = "unitary"
+    max_qubits = 24
     summary = "Quantum Fourier transform (Qiskit convention), optionally inverse / without swaps"
     parameters = {
         "inverse": "implement QFT^dagger instead of QFT (default false)",
@@ -55,6 +71,9 @@ class QFTTarget(Target):
     def _build_unitary(self):
         return qft_matrix(self.num_qubits, self.params["do_swaps"], self.params["inverse"])
 
+    def apply(self, states):
+        return apply_qft(states, self.num_qubits, self.params["do_swaps"], self.params["inverse"])
+
     def _build_reference(self):
         from qiskit.synthesis import synth_qft_full
 
@@ -64,11 +83,25 @@ class QFTTarget(Target):
 PAPER_PHASES = (0.125, 0.25, 0.375, 0.5, 0.75)
 
 
+def walsh_hadamard(x: np.ndarray, axis: int) -> np.ndarray:
+    """H^{(x)m} along ``axis`` (length 2^m) by m butterfly passes."""
+    x = np.ascontiguousarray(np.moveaxis(np.asarray(x, dtype=complex), axis, 0))
+    size = x.shape[0]
+    h = 1
+    while h < size:
+        y = x.reshape(size // (2 * h), 2, h, -1)
+        a, b = y[:, 0].copy(), y[:, 1].copy()
+        y[:, 0], y[:, 1] = a + b, a - b
+        h *= 2
+    return np.moveaxis(x / math.sqrt(size), 0, axis)
+
+
 class QPETarget(Target):
     name = "qpe"
     family = "qpe"
     kind = "unitary"
     min_qubits = 2
+    max_qubits = 24
     summary = "Phase estimation of P(2 pi phi): counting qubits + 1 eigenstate qubit (input)"
     parameters = {"phase": f"eigenphase phi in [0, 1) of U = P(2 pi phi) (paper: {list(PAPER_PHASES)}; default 0.25)"}
 
@@ -102,6 +135,17 @@ class QPETarget(Target):
         inv_qft = qft_matrix(m, inverse=True)
         eye2 = np.eye(2)
         return np.kron(eye2, inv_qft) @ np.diag(controlled) @ np.kron(eye2, hadamards)
+
+    def apply(self, states):
+        m, phi = self.counting, self.params["phase"]
+        big_m = 2**m
+        k = states.shape[1]
+        x = states.reshape(2, big_m, k)  # index = y + M * e (eigenstate qubit is the top bit)
+        x = walsh_hadamard(x, axis=1)
+        x[1] *= np.exp(2j * np.pi * phi * np.arange(big_m))[:, None]
+        by_counting = np.ascontiguousarray(x.transpose(1, 0, 2)).reshape(big_m, 2 * k)
+        out = apply_qft(by_counting, m, inverse=True).reshape(big_m, 2, k).transpose(1, 0, 2)
+        return np.ascontiguousarray(out).reshape(2 * big_m, k)
 
     def _build_reference(self):
         from qiskit.synthesis import synth_qft_full
