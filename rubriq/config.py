@@ -151,8 +151,10 @@ class FidelityConfig:
     """Width of the sampled estimator's interval in standard errors (3: ~99.7 %)."""
     sample_seed: int = 1234
     """Seed of the sampled estimator's input states (results are deterministic)."""
-    threads: int = 2
-    """Threads of the exact NumPy engine (input columns split in chunks)."""
+    threads: int = 1
+    """Threads of the exact engine (numba kernels parallelize over rows; without numba the
+    input columns are split in chunks).  1 is fastest on the 2-vCPU development machines,
+    whose memory bandwidth one thread already saturates; raise it on bigger machines."""
     torch_device: str = "auto"
     """Device of the torch backend: auto (cuda if available), cpu, cuda, cuda:1 ..."""
     correct_threshold: float = 0.99

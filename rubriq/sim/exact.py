@@ -36,7 +36,7 @@ class SimulationTooLargeError(ValueError):
 
 def check_memory(n: int, columns: int, memory_mb: float | None) -> None:
     """Refuse, before allocating, a simulation whose working set exceeds ``memory_mb``."""
-    needed = 3 * 16 * (2**n) * columns  # the block, a gather buffer, two half-size scratches
+    needed = 3.25 * 16 * (2**n) * columns  # block, gather buffer, 1.25 blocks of scratch
     if memory_mb is not None and needed > memory_mb * 1024 * 1024:
         from rubriq.budget import BudgetExceeded
 
@@ -79,6 +79,12 @@ def circuit_block(ops, n_circuit: int, n_target: int, deadline=None, threads: in
         block[np.arange(a, b), np.arange(b - a)] = 1.0
         return run_program(block, n, program, deadline).rows_of(d)
 
+    from rubriq.sim.kernels import numba_kernels
+
+    fast = numba_kernels()
+    if fast is not None:  # the compiled kernels parallelize over rows themselves
+        fast.set_threads(threads)
+        return run((0, d))
     chunks = _column_chunks(d, threads)
     if len(chunks) == 1:
         return run(chunks[0])

@@ -14,8 +14,10 @@ first materializes the pending P and Pi (one gather and one multiply), then mixe
 halves in place with two preallocated scratch buffers (a fresh 16 MB temporary costs more in
 page faults than the arithmetic).  A decomposed QFT-10 has 10 dense gates among 250.
 
-Only indexing, gathers and in-place arithmetic are used, through a small adapter per array
-library, so the same algorithm runs on NumPy and on torch tensors (CPU or CUDA).  Written by
+With numba installed, the dense updates on NumPy blocks run as compiled kernels that read the
+pending permutation and phases while they write (``_numba_kernels.py``): one pass per dense
+gate.  Otherwise only indexing, gathers and in-place arithmetic are used, through a small
+adapter per array library, so the same algorithm runs on NumPy and on torch tensors (CPU or CUDA).  Written by
 hand because no maintained library applies gates to a block of column vectors with an
 ancilla projection (Aer's unitary simulator has no projection; Qiskit's Operator composes
 dense matrices).
@@ -48,6 +50,9 @@ class NumpyOps:
 
     def take_rows(self, src, index, out):
         self.np.take(src, index, axis=0, out=out)
+
+    def table(self, values):
+        return self.np.asarray(values, dtype=complex)
 
     def where(self, cond, a, b):
         return self.np.where(cond, a, b)
@@ -86,6 +91,9 @@ class TorchOps:
     def take_rows(self, src, index, out):
         self.torch.index_select(src, 0, index, out=out)
 
+    def table(self, values):
+        return self.torch.tensor(values, dtype=self.torch.complex128, device=self.device)
+
     def where(self, cond, a, b):
         t = self.torch
         dtype = t.complex128
@@ -101,16 +109,38 @@ class TorchOps:
         return bool((perm == self.arange(len(perm))).all())
 
 
+def _load_numba():
+    try:
+        from rubriq.sim import _numba_kernels
+    except ImportError:  # numba is optional: the NumPy kernels below run without it
+        return None
+    return _numba_kernels
+
+
+_NUMBA = None
+_NUMBA_LOADED = False
+
+
+def numba_kernels():
+    """The compiled kernels module, or None when numba is not installed."""
+    global _NUMBA, _NUMBA_LOADED
+    if not _NUMBA_LOADED:
+        _NUMBA, _NUMBA_LOADED = _load_numba(), True
+    return _NUMBA
+
+
 class BlockSimulator:
     """Runs a kernel program on a block; see the module docstring for the representation."""
 
     def __init__(self, block, n: int, ops) -> None:
+        self.fast = numba_kernels() if isinstance(ops, NumpyOps) else None
         self.ops = ops
         self.n = n
         self.s = block
         self.buf = ops.empty_like(block)
-        half = block.shape[0] * block.shape[1] // 2
-        self.scratch = (ops.empty(half, block.reshape(-1)), ops.empty(half, block.reshape(-1)))
+        quarter = max(1, block.shape[0] * block.shape[1] // 4)
+        flat = block.reshape(-1)
+        self.scratch = (ops.empty(2 * quarter, flat), ops.empty(2 * quarter, flat), ops.empty(quarter, flat))
         self.rows = ops.arange(2**n)
         self.perm = ops.arange(2**n)
         self.p = ops.ones(2**n, block.dtype)
@@ -180,6 +210,10 @@ class BlockSimulator:
         elif kind == "ccz":
             a, b, c = qs
             self._phase(self.ops.where(self.bit(a) & self.bit(b) & self.bit(c), -1.0, 1.0))
+        elif kind == "diag2":
+            a, b = qs
+            index = self._as_int(self.bit(a)) + 2 * self._as_int(self.bit(b))
+            self._phase(self.ops.table(ins.data)[index])
         elif kind == "swap":
             a, b = qs
             differ = self.bit(a) ^ self.bit(b)
@@ -191,6 +225,13 @@ class BlockSimulator:
             c, a, b = qs
             differ = self.bit(c) & (self.bit(a) ^ self.bit(b))
             self._permute(r ^ (self._as_int(differ) * ((1 << a) | (1 << b))))
+        elif kind == "dense1" and self.fast is not None:
+            g00, g01, g10, g11 = ins.data
+            self.fast.dense1(self.s, self.buf, self.perm, self.p, qs[0], g00, g01, g10, g11)
+            self._swapped_in()
+        elif kind == "dense2" and self.fast is not None:
+            self.fast.dense2(self.s, self.buf, self.perm, self.p, qs[0], qs[1], self.fast.as_matrix(ins.data))
+            self._swapped_in()
         elif kind == "dense1":
             self.materialize()
             self._dense1(qs[0], ins.data)
@@ -199,6 +240,16 @@ class BlockSimulator:
             self._dense2(qs, ins.data)
         else:  # pragma: no cover - classify() only emits the kinds above
             raise ValueError(f"unknown kernel {kind!r}")
+
+    def _swapped_in(self) -> None:
+        """After a fused compiled kernel wrote the true block into ``buf``."""
+        self.s, self.buf = self.buf, self.s
+        if self.perm_dirty:
+            self.perm = self.ops.arange(2**self.n)
+            self.perm_dirty = False
+        if self.p_dirty:
+            self.p = self.ops.ones(2**self.n, self.s.dtype)
+            self.p_dirty = False
 
     def _as_int(self, mask):
         return mask.long() if hasattr(mask, "long") else mask.astype(self.rows.dtype)
@@ -209,7 +260,7 @@ class BlockSimulator:
 
     def _scratch(self, i: int, like):
         size = like.numel() if hasattr(like, "numel") else like.size
-        return self.scratch[i][:size].reshape(like.shape)
+        return self.scratch[i][:size].reshape(like.shape)  # scratch 0 and 1 hold a half each
 
     def _dense1(self, q: int, g) -> None:
         g00, g01, g10, g11 = g
@@ -233,12 +284,19 @@ class BlockSimulator:
             return view[:, bits[hi], :, bits[lo], :]
 
         blocks = [block(i) for i in range(4)]
-        old = [x.clone() if hasattr(x, "clone") else x.copy() for x in blocks]
+        # the four old quarters and one product temporary, all in preallocated scratch
+        size = blocks[0].numel() if hasattr(blocks[0], "numel") else blocks[0].size
+        shape = blocks[0].shape
+        old = [self.scratch[i // 2][(i % 2) * size:(i % 2 + 1) * size].reshape(shape) for i in range(4)]
+        tmp = self.scratch[2][:size].reshape(shape)
         for i in range(4):
-            blocks[i][...] = g[4 * i] * old[0]
+            old[i][...] = blocks[i]
+        for i in range(4):
+            self.ops.mul_into(old[0], g[4 * i], blocks[i])
             for j in range(1, 4):
                 if g[4 * i + j] != 0:
-                    blocks[i] += g[4 * i + j] * old[j]
+                    self.ops.mul_into(old[j], g[4 * i + j], tmp)
+                    blocks[i] += tmp
 
 
 def run_program(block, n: int, program, deadline=None, ops=None) -> BlockSimulator:

@@ -1,0 +1,184 @@
+"""Fidelity benchmark: Qiskit Operator, Aer, our exact engine, our sampled estimator and the
+full `evaluate`, timed in ONE run on the same circuits (a benchmark, not a test).
+
+    .venv/bin/python benchmarks/bench_fidelity.py [--quick]
+
+Circuits (all transpiled to {h, cx, rz, sx, x} with optimization level 0): the textbook QFT,
+a random Clifford+T circuit (10 n gates from {h, s, t, tdg, cx}, seed 7), and a 2nd-order
+Trotterized Heisenberg chain (4 steps); n = 4, 6, 8, 10, 12, and 16, 20 for the sampled
+estimator.  Each cell is the median of several repetitions (fewer for slow cells); Operator is
+skipped above 10 qubits (the issue measured ~250 s at n = 12).  Prints one table with absolute
+medians and ratios and writes it to benchmarks/results/fidelity.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+from qiskit import QuantumCircuit, qasm2, transpile  # noqa: E402
+
+from rubriq.config import FidelityConfig, RubricConfig  # noqa: E402
+from rubriq.evaluator import RubriQEvaluator  # noqa: E402
+from rubriq.rubric.gates import canonical_ops  # noqa: E402
+from rubriq.sim.exact import unitary_fidelity  # noqa: E402
+from rubriq.sim.sampled import sampled_fidelity  # noqa: E402
+from rubriq.targets import make_target  # noqa: E402
+from rubriq.targets.circuit import CircuitTarget  # noqa: E402
+
+BASIS = ["h", "cx", "rz", "sx", "x"]
+
+
+def family_circuit(family: str, n: int) -> QuantumCircuit:
+    if family == "qft":
+        qc = make_target("qft", n).reference_circuit()
+    elif family == "clifford+t":
+        rng = np.random.default_rng(7)
+        qc = QuantumCircuit(n)
+        for _ in range(10 * n):
+            g = rng.choice(["h", "s", "t", "tdg", "cx"])
+            if g == "cx":
+                a, b = rng.choice(n, size=2, replace=False)
+                qc.cx(int(a), int(b))
+            else:
+                getattr(qc, g)(int(rng.integers(n)))
+    else:
+        qc = make_target("heisenberg", n, t=0.5).reference_circuit()
+    return transpile(qc, basis_gates=BASIS, optimization_level=0)
+
+
+def timed(fn, reps: int) -> float:
+    values = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        values.append(time.perf_counter() - start)
+    return statistics.median(values)
+
+
+def aer_unitary(qc: QuantumCircuit) -> np.ndarray:
+    from qiskit_aer import AerSimulator
+
+    c = qc.copy()
+    c.save_unitary()
+    return np.asarray(AerSimulator(method="unitary").run(c).result().get_unitary())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="n <= 10 only")
+    args = parser.parse_args()
+    exact_sizes = [4, 6, 8, 10] if args.quick else [4, 6, 8, 10, 12]
+    sampled_only = [] if args.quick else [16, 20]
+    rows = []
+    for family in ("qft", "clifford+t", "heisenberg"):
+        for n in exact_sizes + sampled_only:
+            qc = family_circuit(family, n)
+            ops = tuple(canonical_ops(qc))
+            row = {"family": family, "n": n, "gates": len(ops)}
+            reps = 5 if n <= 8 else (2 if n <= 10 else 1)
+            if family == "qft":
+                target = make_target("qft", n)
+            else:
+                target = CircuitTarget(qasm=qasm2.dumps(qc)) if n > 12 else None
+            if n <= 12:
+                u_target = make_target("qft", n).unitary() if family == "qft" else aer_unitary(qc)
+                if n <= 10:
+                    from qiskit.quantum_info import Operator, process_fidelity
+
+                    row["operator"] = timed(lambda: process_fidelity(Operator(qc), Operator(u_target)),
+                                            1 if n >= 10 else reps)
+                row["aer"] = timed(lambda: aer_unitary(qc), reps)
+                row["exact"] = timed(lambda: unitary_fidelity(ops, n, u_target, 14, threads=2), reps)
+                row["exact_1t"] = timed(lambda: unitary_fidelity(ops, n, u_target, 14, threads=1), reps)
+                if target is None:
+                    target = _DenseTarget(u_target)
+            row["sampled"] = timed(lambda: sampled_fidelity(ops, n, target, samples=16, seed=1), reps if n <= 12 else 1)
+            rows.append(row)
+            print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+    evaluate_rows = bench_evaluate()
+    text = render(rows, evaluate_rows)
+    print(text)
+    out = Path(__file__).resolve().parent / "results" / "fidelity.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(text)
+
+
+class _DenseTarget:
+    """A unitary target given as a matrix (for the sampled estimator on random circuits)."""
+
+    kind = "unitary"
+
+    def __init__(self, u: np.ndarray) -> None:
+        self.u = u
+        self.num_qubits = u.shape[0].bit_length() - 1
+
+    def apply(self, states):
+        return self.u @ states
+
+
+def bench_evaluate() -> list[tuple[int, float, float, float]]:
+    """Full evaluate of distinct QASM completions for QFT-n (one thread, caches as in training:
+    no text/circuit cache hits, routing cache shared within the group)."""
+    from rubriq.rubric import hardware
+
+    out = []
+    for n in (4, 6, 8):
+        cfg = RubricConfig(fidelity=FidelityConfig(threads=1))
+        ev = RubriQEvaluator(target_algorithm="qft", num_qubits=n, config=cfg, cache_size=0)
+        base = qasm2.dumps(family_circuit("qft", n))
+        texts = [base.replace("rz(", f"rz({0.001 * i}+", 1) for i in range(40)]
+        hardware.swap_overhead.cache_clear()
+        start = time.perf_counter()
+        ev.evaluate(texts[0])
+        cold = time.perf_counter() - start
+        times = []
+        for t in texts[1:]:
+            start = time.perf_counter()
+            ev.evaluate(t)
+            times.append(time.perf_counter() - start)
+        times.sort()
+        out.append((n, statistics.median(times), times[int(0.95 * (len(times) - 1))], cold))
+    return out
+
+
+def fmt(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None else f"{a / b:.1f}x"
+
+
+def render(rows, evaluate_rows) -> str:
+    lines = [
+        f"Fidelity benchmark ({os.cpu_count()} cores; medians). Ratios: how many times faster our engine is.",
+        "",
+        "| circuit | n | gates | Operator+process_fidelity | Aer unitary | exact (2 threads) | exact (1 thread) "
+        "| sampled k=16 | Operator/exact | Aer/exact | Aer/sampled |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['family']} | {r['n']} | {r['gates']} | {fmt(r.get('operator'))} | {fmt(r.get('aer'))} | "
+            f"{fmt(r.get('exact'))} | {fmt(r.get('exact_1t'))} | {fmt(r['sampled'])} | "
+            f"{ratio(r.get('operator'), r.get('exact'))} | {ratio(r.get('aer'), r.get('exact'))} | "
+            f"{ratio(r.get('aer'), r['sampled'])} |")
+    lines += ["", "Full `evaluate` per distinct QASM completion (QFT-n target, one thread):", "",
+              "| n | p50 | p95 | first completion (cold routing cache) |", "|---|---|---|---|"]
+    for n, p50, p95, cold in evaluate_rows:
+        lines.append(f"| {n} | {fmt(p50)} | {fmt(p95)} | {fmt(cold)} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
