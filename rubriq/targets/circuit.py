@@ -49,7 +49,9 @@ class CircuitTarget(Target):
         return np.asarray(Operator(self.circuit).data)
 
     def apply(self, states):
-        if self.num_qubits <= self.max_dense_qubits:
+        """Simulate the target circuit on the columns (exact); the dense unitary only when
+        it is small (building it through Operator costs O(4^n) Python-level work)."""
+        if self.num_qubits <= 8:
             return self.unitary() @ states
         from rubriq.rubric.gates import canonical_ops
         from rubriq.sim.exact import simulate
