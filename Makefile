@@ -25,6 +25,7 @@ demo: setup
 
 bench: setup
 	$(PY) benchmarks/bench_fidelity.py
+	$(PY) benchmarks/bench_sandbox.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build dist *.egg-info
