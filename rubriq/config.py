@@ -151,10 +151,11 @@ class FidelityConfig:
     """Width of the sampled estimator's interval in standard errors (3: ~99.7 %)."""
     sample_seed: int = 1234
     """Seed of the sampled estimator's input states (results are deterministic)."""
-    threads: int = 1
+    threads: int = 0
     """Threads of the exact engine (numba kernels parallelize over rows; without numba the
-    input columns are split in chunks).  1 is fastest on the 2-vCPU development machines,
-    whose memory bandwidth one thread already saturates; raise it on bigger machines."""
+    input columns are split in chunks).  0 = auto: every core for programs that are mostly
+    dense updates on >= 10 qubits (compute-bound, e.g. Trotter circuits), one thread otherwise
+    (memory-bound: on the 2-vCPU development machines one thread already saturates memory)."""
     torch_device: str = "auto"
     """Device of the torch backend: auto (cuda if available), cpu, cuda, cuda:1 ..."""
     correct_threshold: float = 0.99

@@ -21,6 +21,7 @@ no ancilla projection.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,7 +65,7 @@ def _column_chunks(d: int, threads: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
 
 
-def circuit_block(ops, n_circuit: int, n_target: int, deadline=None, threads: int = 1) -> np.ndarray:
+def circuit_block(ops, n_circuit: int, n_target: int, deadline=None, threads: int = 0) -> np.ndarray:
     """V = (I (x) <0|_anc) U_c (I (x) |0>_anc) up to a global phase, shape (2^n_t, 2^n_t).
 
     The input columns are independent: with ``threads`` > 1 they are split into chunks that
@@ -81,6 +82,9 @@ def circuit_block(ops, n_circuit: int, n_target: int, deadline=None, threads: in
 
     from rubriq.sim.kernels import numba_kernels
 
+    if threads <= 0:  # auto (see FidelityConfig.threads)
+        dense = sum(1 for ins in program if ins.kind in ("dense1", "dense2"))
+        threads = (os.cpu_count() or 1) if (n >= 10 and dense >= 0.5 * max(1, len(program))) else 1
     fast = numba_kernels()
     if fast is not None:  # the compiled kernels parallelize over rows themselves
         fast.set_threads(threads)
@@ -110,7 +114,7 @@ class FidelityResult:
 
 def unitary_fidelity(ops: tuple[Op, ...], n_circuit: int, target: np.ndarray,
                      max_qubits: int, deadline=None, memory_mb: float | None = None,
-                     threads: int = 1) -> FidelityResult:
+                     threads: int = 0) -> FidelityResult:
     d = target.shape[0]
     n_target = d.bit_length() - 1
     n = max(n_circuit, n_target)
