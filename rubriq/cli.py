@@ -125,6 +125,118 @@ def targets() -> None:
     console.print(table)
 
 
+data_app = typer.Typer(help="Build prompt datasets and fetch circuit collections.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("build")
+def data_build(
+    out: Path = typer.Option(Path("data"), "--out", help="Output folder."),
+    small: bool = typer.Option(False, "--small", help="A few rows per family (tests, quickstart)."),
+    collections: str = typer.Option("tcount,mqt,qiskit-arith", help="Rewrite collections, comma-separated."),
+    suite_dir: Optional[Path] = typer.Option(None, help="Folder of the T-count suite's .qasm files."),
+    seed: int = typer.Option(42, help="Split and sampling seed."),
+) -> None:
+    """Write the synthesis prompt dataset and the rewrite-with-fewer-T datasets."""
+    from rubriq.data import build_all
+
+    names = tuple(c.strip() for c in collections.split(",") if c.strip())
+    try:
+        report = build_all(out, small=small, collections=names, suite_dir=suite_dir, seed=seed)
+    except (FileNotFoundError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    table = Table(title=f"datasets written to {out}")
+    for col in ("dataset", "rows (train/val/test)", "T0 buckets: selected/available", "skipped"):
+        table.add_column(col)
+    for name, info in report.items():
+        rows = info if name == "prompts" else info["rows"]
+        buckets = "" if name == "prompts" else ", ".join(
+            f"{b}: {v['selected']}/{v['available']}" for b, v in info["buckets"].items())
+        skipped = "" if name == "prompts" else ", ".join(f"{k}: {v}" for k, v in info["skipped"].items())
+        table.add_row(name, "/".join(str(rows.get(k, 0)) for k in ("train", "validation", "test")), buckets, skipped)
+    console.print(table)
+
+
+@data_app.command("fetch")
+def data_fetch(
+    what: str = typer.Argument(..., help="tcount-suite"),
+    dest: Optional[Path] = typer.Option(None, help="Destination folder (default ~/.cache/rubriq/tcount_suite)."),
+) -> None:
+    """Download a public circuit collection."""
+    from rubriq.data.suites import fetch_tcount_suite
+
+    if what != "tcount-suite":
+        err.print(f"[red]error:[/red] unknown collection {what!r}; available: tcount-suite")
+        raise typer.Exit(2)
+    try:
+        path = fetch_tcount_suite(dest)
+    except RuntimeError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1)
+    console.print(f"T-count suite in {path}")
+
+
+@app.command()
+def baselines(
+    suite: str = typer.Option("tcount", help="tcount | mqt | qiskit-arith | prompts"),
+    methods: str = typer.Option("qiskit,tket,pyzx", help="Comma-separated: qiskit, tket, pyzx."),
+    out: Path = typer.Option(Path("results/baselines"), help="Output folder (baselines.csv, baselines.md)."),
+    suite_dir: Optional[Path] = typer.Option(None, help="Folder of the T-count suite's .qasm files."),
+    published: Optional[Path] = typer.Option(None, help="published_tcounts.csv to show as reference columns."),
+    max_t0: Optional[int] = typer.Option(None, help="Only circuits with T0 <= this."),
+    limit: Optional[int] = typer.Option(None, help="At most this many circuits (stratified, seed 42)."),
+) -> None:
+    """Run the compiler baselines (Qiskit O3, TKET, PyZX) with equivalence checks."""
+    import csv as _csv
+
+    from rubriq.baselines.runner import run_suite, write_reports
+    from rubriq.data.suites import load_collection, stratify
+
+    method_list = [m.strip() for m in methods.split(",") if m.strip()]
+    try:
+        if suite == "prompts":
+            circuits = _prompt_reference_circuits()
+        else:
+            circuits = load_collection(suite, suite_dir)
+    except (FileNotFoundError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if max_t0 is not None:
+        circuits = [c for c in circuits if c.t0 <= max_t0]
+    if limit is not None:
+        circuits, _ = stratify(circuits, total=limit)
+    reference: dict[str, dict] = {}
+    columns: tuple[str, ...] = ()
+    if published is not None:
+        with open(published, encoding="utf-8") as fh:
+            reference = {r["circuit"]: r for r in _csv.DictReader(fh)}
+        columns = ("PyZX", "Tpar", "Nam", "Feynman")
+    title = f"Compiler baselines: {suite}"
+    try:
+        rows = run_suite(circuits, method_list, reference,
+                         on_row=lambda done: write_reports(done, method_list, out, title + " (in progress)", columns))
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    csv_path, md_path = write_reports(rows, method_list, out, title, columns)
+    console.print(f"wrote {csv_path} and {md_path}")
+
+
+def _prompt_reference_circuits():
+    from rubriq.data.prompts import synthesis_targets
+    from rubriq.data.suites import NotCliffordT, make_entry, to_clifford_t
+
+    out = []
+    for target in synthesis_targets():
+        try:
+            out.append(make_entry("prompts", f"{target.name}_{target.num_qubits}_{abs(hash(str(target.spec()))) % 10**6}",
+                                  to_clifford_t(target.reference_circuit()), "reference circuit"))
+        except NotCliffordT:
+            continue
+    return out
+
+
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Start a sandbox worker and report which isolation layers are active on this machine."""

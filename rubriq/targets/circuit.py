@@ -2,7 +2,7 @@
 
 The target unitary is ``qiskit.quantum_info.Operator`` of the given circuit (measurements and
 barriers stripped), i.e. exactly Qiskit's conventions; T0 is its T-count under the rubric's
-gate table.
+gate table.  Rewrite prompts show the circuit, so they are as long as the circuit.
 """
 
 from __future__ import annotations
@@ -22,14 +22,16 @@ class CircuitTarget(Target):
     parameters = {"qasm": "the circuit as an OpenQASM 2.0/3.0 string (required)"}
 
     def __init__(self, num_qubits: int | None = None, **params: Any) -> None:
-        from rubriq.extract.qasm import QASMError, load_qasm
+        from rubriq.extract.qasm import QASMError, QASMLimits, load_qasm
         from rubriq.rubric.gates import strip_non_unitary
 
         qasm = params.get("qasm")
         if not isinstance(qasm, str) or not qasm.strip():
             raise TargetError("circuit: pass the target circuit as qasm=<OpenQASM string> (target_qasm=...)")
         try:
-            circuit = strip_non_unitary(load_qasm(qasm))
+            # Targets come from datasets and users, not from the model: larger limits than
+            # completions get (the classic suite has 48-qubit, 200 KB circuits).
+            circuit = strip_non_unitary(load_qasm(qasm, QASMLimits(max_bytes=50_000_000, max_qubits=256)))
         except (QASMError, ValueError) as exc:
             raise TargetError(f"circuit: the target QASM does not load: {exc}") from None
         if num_qubits is not None and num_qubits != circuit.num_qubits:
@@ -41,7 +43,9 @@ class CircuitTarget(Target):
         return (f"Rewrite the following {self.num_qubits}-qubit circuit so that it implements the same unitary "
                 f"(up to global phase) with fewer T gates:\n```qasm\n{self.params['qasm'].strip()}\n```\n")
 
-    max_qubits = 24
+    max_qubits = 256
+    """Any width loads; fidelity is simulated up to fidelity.max_sampled_qubits (24), wider
+    rewrites need fidelity.backend=qcec (certified equivalence)."""
 
     def _build_unitary(self):
         from qiskit.quantum_info import Operator

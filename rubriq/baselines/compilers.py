@@ -1,0 +1,80 @@
+"""Compiler baselines: one small function per method, ``QuantumCircuit -> QuantumCircuit``.
+
+* ``qiskit``: ``transpile`` at optimization level 3 to the Clifford+T basis (the paper's
+  "strongest available optimization level");
+* ``tket``: ``FullPeepholeOptimise`` (TKET's strongest; implicit wire swaps made explicit),
+  then ``AutoRebase`` to {CX, H, Rz}.  TKET optimizes gate count, not T-count: its T-count is
+  read off the Rz angles (odd multiples of pi/4 count 1, other non-Clifford angles count as
+  arbitrary rotations);
+* ``pyzx``: the better (fewer T) of ``teleport_reduce`` + ``basic_optimization`` (the route
+  of PyZX's T-count benchmark) and ``full_reduce`` + ``extract_circuit`` +
+  ``basic_optimization``.
+
+The rubric's T-count (``rubriq.rubric.tcount``) is applied to every output, so all methods
+are counted the same way.
+"""
+
+from __future__ import annotations
+
+from qiskit import QuantumCircuit, qasm2, transpile
+
+from rubriq.data.suites import CLIFFORD_T_BASIS, SUITE_LIMITS
+from rubriq.extract.qasm import load_qasm
+from rubriq.rubric.gates import canonical_ops, strip_non_unitary
+from rubriq.rubric.tcount import t_count
+
+
+def count_t(circuit: QuantumCircuit) -> int:
+    return t_count(canonical_ops(circuit, max_gates=10**7))
+
+
+def qiskit_o3(circuit: QuantumCircuit) -> QuantumCircuit:
+    return transpile(strip_non_unitary(circuit), basis_gates=CLIFFORD_T_BASIS, optimization_level=3,
+                     seed_transpiler=42)
+
+
+def tket_full_peephole(circuit: QuantumCircuit) -> QuantumCircuit:
+    from pytket import OpType
+    from pytket.passes import AutoRebase, FullPeepholeOptimise
+    from pytket.qasm import circuit_from_qasm_str, circuit_to_qasm_str
+
+    tk = circuit_from_qasm_str(qasm2.dumps(strip_non_unitary(circuit)))
+    FullPeepholeOptimise().apply(tk)
+    tk.replace_implicit_wire_swaps()
+    AutoRebase({OpType.CX, OpType.H, OpType.Rz}).apply(tk)
+    return load_qasm(circuit_to_qasm_str(tk, header="qelib1"), SUITE_LIMITS)
+
+
+def _pyzx_circuit(circuit: QuantumCircuit):
+    import pyzx as zx
+
+    return zx.Circuit.from_qasm(qasm2.dumps(strip_non_unitary(circuit))).to_basic_gates()
+
+
+def _from_pyzx(c) -> QuantumCircuit:
+    return load_qasm(c.to_qasm(), SUITE_LIMITS)
+
+
+def pyzx_teleport(circuit: QuantumCircuit) -> QuantumCircuit:
+    import pyzx as zx
+
+    g = _pyzx_circuit(circuit).to_graph()
+    g = zx.teleport_reduce(g)
+    return _from_pyzx(zx.basic_optimization(zx.Circuit.from_graph(g).to_basic_gates()))
+
+
+def pyzx_full_reduce(circuit: QuantumCircuit) -> QuantumCircuit:
+    import pyzx as zx
+
+    g = _pyzx_circuit(circuit).to_graph()
+    zx.full_reduce(g)
+    extracted = zx.extract_circuit(g.copy())
+    return _from_pyzx(zx.basic_optimization(extracted.to_basic_gates()))
+
+
+METHODS = {
+    "qiskit": (qiskit_o3,),
+    "tket": (tket_full_peephole,),
+    "pyzx": (pyzx_teleport, pyzx_full_reduce),
+}
+"""Each method is one or more routes; the runner keeps the verified route with fewest T."""

@@ -1,0 +1,137 @@
+"""The prompt datasets (paper section VI): synthesis tasks and rewrite-with-fewer-T tasks.
+
+Rows carry everything the reward function needs, so the training loop never guesses:
+
+* ``prompt``: chat messages (system + user) as in the paper, with the target's conventions;
+* ``format``: qasm2, qasm3 or python (the output format the prompt asks for);
+* ``target``: JSON spec that ``rubriq.targets.target_from_spec`` rebuilds the target from;
+* ``reference``: OpenQASM 2.0 of the reference circuit, ``t0`` its T-count, ``bucket``.
+
+Synthesis families: QFT on 2-8 qubits; QPE on 3-7 qubits with eigenphases {0.125, 0.25,
+0.375, 0.5, 0.75}; Hamiltonian simulation (Heisenberg XXX and transverse-field Ising, 2-6
+qubits, t in {0.25, 0.5, 1.0}); data encodings (amplitude, angle, basis; 2-6 qubits, seeded
+data).  Splits (seed 42): every row of the largest size of each family (QFT 8, QPE 7,
+Hamiltonians 6, encodings 6) goes to ``test`` to measure generalization to unseen sizes;
+the remaining rows are split 80/10/10 into train/validation/test.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from qiskit import qasm2
+
+from rubriq.data.suites import SuiteCircuit, bucket_of
+from rubriq.targets import Target, make_target
+from rubriq.targets.qft import PAPER_PHASES
+
+FORMATS = ("qasm2", "qasm3", "python")
+HELD_OUT_SIZES = {"qft": 8, "qpe": 7, "hamiltonian": 6, "encoding": 6}
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    """Which synthesis targets to include (defaults: the paper's)."""
+
+    qft_sizes: tuple[int, ...] = (2, 3, 4, 5, 6, 7, 8)
+    qpe_sizes: tuple[int, ...] = (3, 4, 5, 6, 7)
+    qpe_phases: tuple[float, ...] = PAPER_PHASES
+    hamiltonian_sizes: tuple[int, ...] = (2, 3, 4, 5, 6)
+    hamiltonian_times: tuple[float, ...] = (0.25, 0.5, 1.0)
+    encoding_sizes: tuple[int, ...] = (2, 3, 4, 5, 6)
+    encoding_seeds: tuple[int, ...] = (0, 1)
+    formats: tuple[str, ...] = FORMATS
+
+    @classmethod
+    def small(cls) -> "PromptSpec":
+        """A few rows per family (tests, the CPU quickstart)."""
+        return cls(qft_sizes=(2, 3, 8), qpe_sizes=(3, 7), qpe_phases=(0.25, 0.5), hamiltonian_sizes=(2, 6),
+                   hamiltonian_times=(0.5,), encoding_sizes=(2, 6), encoding_seeds=(0,))
+
+
+def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
+    targets: list[Target] = [make_target("qft", n) for n in spec.qft_sizes]
+    targets += [make_target("qpe", n, phase=p) for n in spec.qpe_sizes for p in spec.qpe_phases]
+    targets += [make_target(name, n, t=t) for name in ("heisenberg", "tfim")
+                for n in spec.hamiltonian_sizes for t in spec.hamiltonian_times]
+    for n in spec.encoding_sizes:
+        for seed in spec.encoding_seeds:
+            targets += [make_target("amplitude_encoding", n, seed=seed), make_target("angle_encoding", n, seed=seed),
+                        make_target("basis_encoding", n, seed=seed)]
+    return targets
+
+
+def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None) -> dict:
+    reference = target.reference_circuit()
+    return {
+        "id": row_id,
+        "family": target.family,
+        "algorithm": target.name,
+        "num_qubits": target.num_qubits,
+        "format": fmt,
+        "prompt": target.prompt(fmt),
+        "target": json.dumps(target.spec(), sort_keys=True),
+        "reference": qasm2.dumps(reference),
+        "t0": int(target.t0),
+        "bucket": bucket_of(int(target.t0)),
+        **(extra or {}),
+    }
+
+
+def synthesis_rows(spec: PromptSpec = PromptSpec()) -> list[dict]:
+    rows = []
+    for i, target in enumerate(synthesis_targets(spec)):
+        for fmt in spec.formats:
+            rows.append(target_row(target, fmt, f"{target.name}-{target.num_qubits}-{i}-{fmt}"))
+    return rows
+
+
+def rewrite_rows(circuits: list[SuiteCircuit], formats: tuple[str, ...] = ("qasm2",)) -> list[dict]:
+    from rubriq.targets.circuit import CircuitTarget
+
+    rows = []
+    for c in circuits:
+        target = CircuitTarget(qasm=c.qasm())
+        for fmt in formats:
+            rows.append(target_row(target, fmt, f"rewrite-{c.collection}-{c.name}-{fmt}",
+                                   {"collection": c.collection, "name": c.name}))
+    return rows
+
+
+def split_rows(rows: list[dict], seed: int = 42, held_out: dict[str, int] = HELD_OUT_SIZES,
+               fractions: tuple[float, float] = (0.1, 0.1)) -> dict[str, list[dict]]:
+    """train / validation / test; the largest size of each family only in test."""
+    test = [r for r in rows if held_out.get(r["family"]) == r["num_qubits"]]
+    rest = [r for r in rows if held_out.get(r["family"]) != r["num_qubits"]]
+    order = np.random.default_rng(seed).permutation(len(rest))
+    n_val, n_test = int(round(fractions[0] * len(rest))), int(round(fractions[1] * len(rest)))
+    val = [rest[i] for i in order[:n_val]]
+    test += [rest[i] for i in order[n_val:n_val + n_test]]
+    train = [rest[i] for i in order[n_val + n_test:]]
+    return {"train": train, "validation": val, "test": test}
+
+
+def save_splits(splits: dict[str, list[dict]], out: Path) -> Path:
+    """Hugging Face ``datasets`` (save_to_disk) and one JSONL file per split."""
+    from datasets import Dataset, DatasetDict
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    DatasetDict({name: Dataset.from_list(rows) for name, rows in splits.items() if rows}).save_to_disk(str(out / "hf"))
+    for name, rows in splits.items():
+        with open(out / f"{name}.jsonl", "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row) + "\n")
+    return out
+
+
+def load_split(directory: Path | str, split: str) -> list[dict]:
+    """Rows of one split from a folder written by :func:`save_splits` (JSONL)."""
+    path = Path(directory) / f"{split}.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(f"no split {split!r} in {directory} (expected {path.name}); "
+                                "build it with `rubriq data build`")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -1,0 +1,183 @@
+"""Datasets, collections, stratification and the compiler baselines."""
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+from qiskit import QuantumCircuit
+from qiskit.quantum_info import Operator
+from typer.testing import CliRunner
+
+from rubriq.baselines.compilers import METHODS, count_t
+from rubriq.baselines.runner import run_method, run_suite, write_reports
+from rubriq.baselines.verify import verify
+from rubriq.cli import app
+from rubriq.data import build_all
+from rubriq.data.prompts import HELD_OUT_SIZES, load_split
+from rubriq.data.suites import (
+    NotCliffordT,
+    SuiteCircuit,
+    load_mqt,
+    load_qiskit_arith,
+    load_tcount_suite,
+    stratify,
+    to_clifford_t,
+)
+from rubriq.evaluator import RubriQEvaluator
+from rubriq.targets import target_from_spec
+
+FAST_PYZX = ("tof_3", "tof_4", "tof_5", "tof_10", "barenco_tof_3", "barenco_tof_4", "barenco_tof_5", "mod5_4",
+             "mod_mult_55", "rc_adder_6", "vbe_adder_3", "csla_mux_3", "qft_4", "hwb6")
+
+
+@pytest.fixture(scope="module")
+def suite(benchmarks_dir):
+    return {c.name: c for c in load_tcount_suite(benchmarks_dir / "tcount_suite" / "qasm")}
+
+
+@pytest.fixture(scope="module")
+def published(benchmarks_dir):
+    return {r["circuit"]: r for r in csv.DictReader(open(benchmarks_dir / "published_tcounts.csv"))}
+
+
+def test_small_dataset_build(tmp_path, benchmarks_dir):
+    report = build_all(tmp_path, small=True, collections=("tcount",), suite_dir=benchmarks_dir / "tcount_suite" / "qasm")
+    assert set(report["prompts"]) == {"train", "validation", "test"}
+    rows = {s: load_split(tmp_path / "prompts", s) for s in ("train", "validation", "test")}
+    everything = [r for split in rows.values() for r in split]
+    assert len(everything) == sum(report["prompts"].values())
+    assert {r["format"] for r in everything} == {"qasm2", "qasm3", "python"}
+    assert {r["family"] for r in everything} == {"qft", "qpe", "hamiltonian", "encoding"}
+    # unseen sizes only in test
+    for split in ("train", "validation"):
+        assert all(HELD_OUT_SIZES.get(r["family"]) != r["num_qubits"] for r in rows[split])
+    assert any(r["family"] == "qft" and r["num_qubits"] == 8 for r in rows["test"])
+    # the target spec rebuilds the target; exact reference circuits score F = 1
+    for row in everything[:40]:
+        target = target_from_spec(json.loads(row["target"]))
+        assert target.num_qubits == row["num_qubits"] and target.t0 == row["t0"]
+        assert row["prompt"][0]["role"] == "system" and row["prompt"][1]["role"] == "user"
+        if target.reference_is_exact:
+            assert RubriQEvaluator(target=target).evaluate(row["reference"]).process_fidelity == pytest.approx(1.0)
+    from datasets import load_from_disk
+
+    hf = load_from_disk(str(tmp_path / "prompts" / "hf"))
+    assert hf["train"].num_rows == len(rows["train"])
+    rewrite = report["rewrite-tcount"]
+    assert rewrite["circuits"] == 35 and sum(b["selected"] for b in rewrite["buckets"].values()) == 30
+    # same seed, same splits
+    again = build_all(tmp_path / "again", small=True, collections=())
+    assert [r["id"] for r in load_split(tmp_path / "again" / "prompts", "test")] == [r["id"] for r in rows["test"]]
+    assert again["prompts"] == report["prompts"]
+
+
+def _fake(name: str, t0: int) -> SuiteCircuit:
+    qc = QuantumCircuit(1)
+    for _ in range(t0 % 7):
+        qc.h(0)
+    qc.rz(0.001 * t0, 0)  # make every circuit distinct
+    return SuiteCircuit("fake", name, qc, t0)
+
+
+def test_stratification_quota_no_padding_no_duplicates():
+    circuits = [_fake(f"a{i}", i) for i in range(0, 80)] + [_fake(f"b{i}", 80 + i) for i in range(10)] + \
+               [_fake(f"c{i}", 200 + i) for i in range(300)]
+    selected, report = stratify(circuits, total=150, seed=42)
+    assert report == {"<80": {"available": 80, "selected": 70}, "80-140": {"available": 10, "selected": 10},
+                      ">140": {"available": 300, "selected": 70}}
+    assert len(selected) == 150 == len({c.name for c in selected})
+    few, rep = stratify(circuits[:20], total=500)
+    assert len(few) == 20 and rep["<80"] == {"available": 20, "selected": 20}
+    dup = [circuits[0], SuiteCircuit("fake", "copy", circuits[0].circuit.copy(), circuits[0].t0)]
+    assert len(stratify(dup, total=10)[0]) == 1
+    assert stratify(circuits, total=150, seed=42)[0] == selected  # deterministic
+
+
+def test_to_clifford_t_is_exact_and_refuses_approximation():
+    qc = QuantumCircuit(2)
+    qc.rz(math.pi / 4, 0)
+    qc.p(3 * math.pi / 4, 1)
+    qc.cp(math.pi / 2, 0, 1)
+    out = to_clifford_t(qc)
+    assert set(out.count_ops()) <= {"cx", "h", "s", "sdg", "t", "tdg", "x", "y", "z"}
+    assert Operator(out).equiv(Operator(qc)) and np.allclose(Operator(out).data, Operator(qc).data)
+    bad = QuantumCircuit(1)
+    bad.rz(0.3, 0)
+    with pytest.raises(NotCliffordT):
+        to_clifford_t(bad)
+
+
+def test_collections_build_exact_clifford_t_circuits():
+    report: dict = {}
+    mqt = load_mqt(sizes=[3], benchmarks=("ghz", "qft", "cdkm_ripple_carry_adder"), report=report)
+    names = {c.name for c in mqt}
+    assert "ghz_3" in names and "qft_3" not in names  # qft_3 needs pi/8 rotations: skipped, counted
+    assert report.get("needs approximate synthesis", 0) >= 1
+    arith = load_qiskit_arith()
+    by_name = {c.name: c for c in arith}
+    mcx = by_name["mcx_vchain_3"]
+    assert mcx.t0 == count_t(mcx.circuit) and mcx.t0 > 0
+    assert len(arith) >= 40
+
+
+@pytest.mark.parametrize("name", ["tof_3", "barenco_tof_3", "mod5_4"])
+def test_each_baseline_is_verified_and_reduces_t(suite, published, name):
+    circuit = suite[name]
+    for method in METHODS:
+        result = run_method(circuit, method)
+        assert result.verdict == "exact", (method, result)
+        assert 0 < result.t <= circuit.t0
+    assert run_method(circuit, "pyzx").t == int(published[name]["PyZX"])
+
+
+def test_pyzx_reproduces_published_counts(suite, published):
+    for name in FAST_PYZX:
+        result = run_method(suite[name], "pyzx")
+        assert result.verdict == ("exact" if suite[name].num_qubits <= 10 else "qcec"), name
+        assert result.t == int(published[name]["PyZX"]), name
+
+
+def test_inequivalent_output_is_flagged_and_not_counted(suite, tmp_path):
+    original = suite["tof_3"].circuit
+    broken = original.copy()
+    broken.data.pop(len(broken.data) // 2)
+    assert verify(original, broken)[0] == "not_equivalent"
+    # beyond the exact limit: qcec decides
+    assert verify(original, original.copy(), exact_qubits=2)[0] == "qcec"
+    assert verify(original, broken, exact_qubits=2)[0] == "not_equivalent"
+    rows = run_suite([suite["tof_3"]], ["pyzx"], progress=False)
+    rows[0].results["pyzx"].verdict = "not_equivalent"
+    csv_path, md_path = write_reports(rows, ["pyzx"], tmp_path, "t")
+    line = list(csv.DictReader(open(csv_path)))[0]
+    assert line["C_pyzx"] == "" and line["verified_pyzx"] == "not_equivalent"
+    assert "!" in md_path.read_text()
+
+
+def test_cli_data_build_and_fetch_offline(tmp_path, benchmarks_dir, monkeypatch):
+    runner = CliRunner()
+    out = runner.invoke(app, ["data", "build", "--out", str(tmp_path / "d"), "--small", "--collections", "tcount",
+                              "--suite-dir", str(benchmarks_dir / "tcount_suite" / "qasm")])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "d" / "rewrite-tcount" / "train.jsonl").exists()
+    import urllib.request
+
+    def no_network(*args, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    out = runner.invoke(app, ["data", "fetch", "tcount-suite", "--dest", str(tmp_path / "suite")])
+    assert out.exit_code == 1 and "could not download" in out.output
+
+
+def test_cli_baselines_writes_reports(tmp_path, benchmarks_dir):
+    out = CliRunner().invoke(app, [
+        "baselines", "--suite", "tcount", "--suite-dir", str(benchmarks_dir / "tcount_suite" / "qasm"),
+        "--methods", "pyzx,qiskit", "--max-t0", "28", "--out", str(tmp_path),
+        "--published", str(benchmarks_dir / "published_tcounts.csv")])
+    assert out.exit_code == 0, out.output
+    rows = list(csv.DictReader(open(tmp_path / "baselines.csv")))
+    assert {r["circuit"] for r in rows} == {"tof_3", "barenco_tof_3", "mod5_4"}
+    assert all(r["verified_pyzx"] == "exact" and r["T_pyzx"] == r["published_PyZX"] for r in rows)
+    assert "Summary per method and T0 bucket" in (tmp_path / "baselines.md").read_text()
