@@ -1,0 +1,150 @@
+"""The rubric as TRL reward functions (GRPO), one per dimension, scored once per completion.
+
+TRL's ``GRPOTrainer(reward_funcs=[...], args=GRPOConfig(reward_weights=[...]))`` sums the
+functions with the weights and logs each one under ``rewards/<name>``; so RubriQ hands it one
+function per rubric dimension, named after it, with the rubric weights: TRL's reward is then
+exactly R = sum_d w_d S_d and every dimension is logged next to it.
+
+All functions of one :class:`RubricRewards` share one cache: the first function called on a
+batch evaluates it (in parallel, deduplicated, ``RubriQEvaluator.evaluate_batch``) and the
+others read the cached results, so no completion is parsed or simulated twice.  The target
+reaches the reward through the dataset's ``target`` column (the JSON spec written by
+``rubriq data build``), which TRL passes to reward functions as a keyword argument.
+
+Each function has TRL's uniform signature ``f(prompts, completions, **columns) -> list[float]``.
+
+>>> rewards = RubricRewards()
+>>> spec = '{"algorithm": "qft", "num_qubits": 1, "inverse": false, "do_swaps": true}'
+>>> fidelity = rewards.function("fidelity")
+>>> [round(v, 12) for v in fidelity(prompts=["p"], target=[spec],
+...                                  completions=['OPENQASM 2.0; include "qelib1.inc"; qreg q[1]; h q[0];'])]
+[1.0]
+>>> rewards.function("clifford")(prompts=["p"], completions=["no circuit"], target=[spec])
+[0.0]
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from typing import Any, Callable
+
+from rubriq.config import RubricConfig
+from rubriq.evaluator import EvaluationResult, RubriQEvaluator
+from rubriq.rubric.engine import DIMENSION_NAMES
+from rubriq.targets import target_from_spec
+
+
+def completion_text(completion: Any) -> str:
+    """TRL passes strings (standard datasets) or message lists (conversational datasets)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list):
+        return "".join(m.get("content", "") for m in completion if isinstance(m, dict) and m.get("role") != "user")
+    if isinstance(completion, dict):
+        return str(completion.get("content", ""))
+    return str(completion)
+
+
+class RubricRewards:
+    """Per-dimension reward functions over a shared, bounded result cache."""
+
+    def __init__(self, config: RubricConfig | None = None, workers: int | None = 1, cache_size: int = 65536) -> None:
+        self.config = config or RubricConfig()
+        self.workers = workers
+        self.cache_size = cache_size
+        self._evaluators: dict[str, RubriQEvaluator] = {}
+        self._results: OrderedDict[tuple[str, str], EvaluationResult] = OrderedDict()
+        self.stats = {"requests": 0, "evaluated": 0}
+
+    # -- scoring ------------------------------------------------------------------------------
+    def evaluator(self, spec: str | dict) -> RubriQEvaluator:
+        key = spec if isinstance(spec, str) else json.dumps(spec, sort_keys=True)
+        ev = self._evaluators.get(key)
+        if ev is None:
+            ev = self._evaluators[key] = RubriQEvaluator(target=target_from_spec(json.loads(key)), config=self.config)
+        return ev
+
+    def results(self, completions: list, target: list) -> list[EvaluationResult]:
+        """Evaluation results for a batch (cached; each distinct (target, text) scored once)."""
+        if len(target) != len(completions):
+            raise ValueError(f"{len(completions)} completions but {len(target)} targets: the dataset needs a "
+                             "'target' column (rubriq data build writes it)")
+        texts = [completion_text(c) for c in completions]
+        keys = [(t if isinstance(t, str) else json.dumps(t, sort_keys=True), x) for t, x in zip(target, texts)]
+        self.stats["requests"] += len(keys)
+        missing: dict[str, list[str]] = {}
+        for spec, text in keys:
+            if (spec, text) not in self._results:
+                missing.setdefault(spec, [])
+                if text not in missing[spec]:
+                    missing[spec].append(text)
+        for spec, group in missing.items():
+            for text, result in zip(group, self.evaluator(spec).evaluate_batch(group, workers=self.workers)):
+                self._results[(spec, text)] = result
+                self.stats["evaluated"] += 1
+        while len(self._results) > self.cache_size:
+            self._results.popitem(last=False)
+        return [self._results[k] for k in keys]
+
+    # -- TRL reward functions -----------------------------------------------------------------
+    def function(self, dimension: str) -> Callable[..., list[float]]:
+        """The reward function of one dimension (``clifford``, ``tcount``, ``hardware``,
+        ``fidelity``, ``efficiency``), or ``total`` for the weighted rubric reward."""
+        if dimension not in DIMENSION_NAMES and dimension != "total":
+            raise ValueError(f"unknown dimension {dimension!r}; use one of {DIMENSION_NAMES + ('total',)}")
+
+        def reward(prompts=None, completions=None, target=None, **_: Any) -> list[float]:
+            if completions is None or target is None:
+                raise ValueError("reward functions need completions= and target= (dataset column)")
+            results = self.results(list(completions), list(target))
+            if dimension == "total":
+                return [float(r.reward) for r in results]
+            return [float(r.scores[dimension]) for r in results]
+
+        reward.__name__ = dimension
+        reward.__qualname__ = f"rubriq_reward_{dimension}"
+        return reward
+
+    def functions(self) -> list[Callable[..., list[float]]]:
+        """Reward functions for TRL, with :meth:`weights` in the same order.
+
+        With the complexity-aware weight (per-prompt w_T) the total is one function and the
+        dimensions are logged with weight 0.
+        """
+        if self.config.complexity.enabled:
+            return [self.function("total")] + [self.function(d) for d in DIMENSION_NAMES]
+        return [self.function(d) for d in DIMENSION_NAMES]
+
+    def weights(self) -> list[float]:
+        if self.config.complexity.enabled:
+            return [1.0] + [0.0] * len(DIMENSION_NAMES)
+        w = self.config.weights.as_dict()
+        return [w[d] for d in DIMENSION_NAMES]
+
+
+def sparse_reward(rewards: RubricRewards, kind: str = "inverse_t") -> Callable[..., list[float]]:
+    """One terminal scalar (the paper's sparse baselines), sharing ``rewards``' cache.
+
+    ``inverse_t``: 1/T(c) for a functionally correct circuit (F_avg >= fidelity.correct_threshold),
+    1 when T(c) = 0, else 0 (Sparse-PPO's terminal reward).  ``correct``: 1 if correct else 0.
+    """
+    if kind not in ("inverse_t", "correct"):
+        raise ValueError("kind must be 'inverse_t' or 'correct'")
+    threshold = rewards.config.fidelity.correct_threshold
+
+    def reward(prompts=None, completions=None, target=None, **_: Any) -> list[float]:
+        out = []
+        for r in rewards.results(list(completions), list(target)):
+            ok = r.average_fidelity is not None and r.average_fidelity >= threshold and r.error is None
+            if kind == "correct":
+                out.append(1.0 if ok else 0.0)
+            else:
+                out.append(0.0 if not ok else (1.0 if r.t_count == 0 else 1.0 / r.t_count))
+        return out
+
+    reward.__name__ = f"sparse_{kind}"
+    return reward
+
+
+__all__ = ["RubricRewards", "completion_text", "sparse_reward"]

@@ -1,0 +1,60 @@
+"""The rubric as TRL reward functions: per-dimension values, zero for parse failures, one
+evaluation per completion across all dimension functions, targets from the dataset column."""
+
+import json
+
+import pytest
+
+from rubriq.config import RubricConfig
+from rubriq.evaluator import RubriQEvaluator
+from rubriq.training.rewards import RubricRewards, completion_text, sparse_reward
+
+QFT2 = json.dumps({"algorithm": "qft", "num_qubits": 2, "inverse": False, "do_swaps": True}, sort_keys=True)
+BASIS = json.dumps({"algorithm": "basis_encoding", "num_qubits": 2, "value": 3}, sort_keys=True)
+GOOD_QFT2 = ('OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; h q[1]; cp(pi/2) q[1],q[0]; h q[0]; '
+             "swap q[0],q[1];")
+GOOD_BASIS = '```qasm\nOPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nx q[0];\nx q[1];\n```'
+
+
+def test_dimension_functions_match_the_evaluator_and_share_one_evaluation():
+    rewards = RubricRewards()
+    completions = [GOOD_QFT2, "garbage", GOOD_BASIS, GOOD_QFT2]
+    targets = [QFT2, QFT2, BASIS, QFT2]
+    values = {f.__name__: f(prompts=["p"] * 4, completions=completions, target=targets) for f in rewards.functions()}
+    assert list(values) == ["clifford", "tcount", "hardware", "fidelity", "efficiency"]
+    assert rewards.stats["evaluated"] == 3  # 3 distinct (target, text) pairs, 5 functions
+    direct = RubriQEvaluator(target_algorithm="qft", num_qubits=2).evaluate(GOOD_QFT2)
+    for name, vals in values.items():
+        assert vals[0] == pytest.approx(direct.scores[name]) and vals[3] == vals[0]
+        assert vals[1] == 0.0  # parse failure: zero on every dimension
+    assert values["fidelity"][2] == pytest.approx(1.0)  # basis state |11>
+    total = sum(w * values[f.__name__][0] for w, f in zip(rewards.weights(), rewards.functions()))
+    assert total == pytest.approx(direct.reward)
+
+
+def test_conversational_completions_and_missing_target_column():
+    rewards = RubricRewards()
+    msg = [{"role": "assistant", "content": GOOD_BASIS}]
+    assert completion_text(msg) == GOOD_BASIS
+    assert rewards.function("fidelity")(completions=[msg], target=[BASIS]) == [pytest.approx(1.0)]
+    with pytest.raises(ValueError, match="target"):
+        rewards.function("fidelity")(completions=[msg])
+    with pytest.raises(ValueError, match="dimension"):
+        rewards.function("beauty")
+
+
+def test_sparse_reward_is_inverse_t_for_correct_circuits_only():
+    rewards = RubricRewards()
+    sparse = sparse_reward(rewards)
+    # QFT-2 textbook: T = 3 (cp(pi/2) -> three pi/4 phases); correct -> 1/3. Garbage -> 0.
+    # Basis encoding with X gates: T = 0 -> 1.0.
+    assert sparse(completions=[GOOD_QFT2, "garbage", GOOD_BASIS], target=[QFT2, QFT2, BASIS]) == \
+        [pytest.approx(1 / 3), 0.0, 1.0]
+    wrong = GOOD_QFT2.replace("swap q[0],q[1];", "")
+    assert sparse_reward(rewards, "correct")(completions=[wrong], target=[QFT2]) == [0.0]
+
+
+def test_complexity_aware_weights_use_a_total_function():
+    rewards = RubricRewards(RubricConfig.from_dict({"complexity": {"enabled": True}}))
+    assert [f.__name__ for f in rewards.functions()][0] == "total"
+    assert rewards.weights() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
