@@ -145,6 +145,8 @@ class RubriQEvaluator:
             for text, result in zip(todo, self._pool(workers).map(_worker_evaluate, todo, chunksize=1)):
                 self._cache[text] = result
         results = {t: self.evaluate(t) for t in unique}
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
         return [results[t if isinstance(t, str) else repr(t)] for t in texts]
 
     def _pool(self, workers: int):
