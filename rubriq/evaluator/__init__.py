@@ -142,8 +142,11 @@ class RubriQEvaluator:
         if workers is None:
             workers = (os.cpu_count() or 1) if len(todo) >= 8 else 1
         if workers > 1 and len(todo) > 1:
-            for text, result in zip(todo, self._pool(workers).map(_worker_evaluate, todo, chunksize=1)):
-                self._cache[text] = result
+            try:
+                for text, result in zip(todo, self._pool(workers).map(_worker_evaluate, todo, chunksize=1)):
+                    self._cache[text] = result
+            except Exception:  # a broken worker pool must not stop training: finish sequentially
+                self.close()
         results = {t: self.evaluate(t) for t in unique}
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
