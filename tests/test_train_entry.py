@@ -63,3 +63,43 @@ def test_two_steps_then_resume(tmp_path, monkeypatch):
     assert [x["step"] for x in lines if "rewards/fidelity/mean" in x] == [1, 2, 3]
     state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
     assert state["global_step"] == 3
+
+
+def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+    """SIGKILL a real training process after its first checkpoint, then --resume it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from rubriq.data import build_all
+
+    env = {**os.environ, "RUBRIQ_CACHE": str(tmp_path / "cache")}
+    build_all(tmp_path / "data", small=True, collections=())
+    out = tmp_path / "run"
+    config = {
+        "output_dir": str(out), "model": {"name_or_path": "embedded", "tiny": True},
+        "lora": {"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"]},
+        "data": {"dataset": str(tmp_path / "data" / "prompts"), "max_rows": 8},
+        "grpo": {"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8, "max_steps": 40,
+                 "save_steps": 1, "logging_steps": 1, "use_cpu": True, "seed": 42},
+    }
+    path = tmp_path / "train.yaml"
+    path.write_text(yaml.safe_dump(config))
+    script = Path(__file__).resolve().parents[1] / "rubriq" / "training" / "train_rubriq.py"
+    proc = subprocess.Popen([sys.executable, str(script), "--rubriq_config", str(path)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not (out / "checkpoint-2" / "trainer_state.json").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "training did not reach checkpoint 2"
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done = max(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*") if (p / "trainer_state.json").exists())
+    from rubriq.training.train_rubriq import main
+
+    assert main(["--rubriq_config", str(path), "--resume", "--max_steps", str(done + 1)]) == 0
+    state = json.loads((out / f"checkpoint-{done + 1}" / "trainer_state.json").read_text())
+    assert state["global_step"] == done + 1
