@@ -227,10 +227,13 @@ def _prompt_reference_circuits():
     from rubriq.data.prompts import synthesis_targets
     from rubriq.data.suites import NotCliffordT, make_entry, to_clifford_t
 
+    import hashlib
+
     out = []
     for target in synthesis_targets():
+        tag = hashlib.sha256(json.dumps(target.spec(), sort_keys=True).encode()).hexdigest()[:8]
         try:
-            out.append(make_entry("prompts", f"{target.name}_{target.num_qubits}_{abs(hash(str(target.spec()))) % 10**6}",
+            out.append(make_entry("prompts", f"{target.name}_{target.num_qubits}_{tag}",
                                   to_clifford_t(target.reference_circuit()), "reference circuit"))
         except NotCliffordT:
             continue

@@ -1,8 +1,8 @@
 """Run the compiler baselines over a collection and write CSV + markdown reports.
 
 Per circuit: qubits, T0, bucket, and per method the T-count of its best *verified* route,
-compression C = T0 / T, seconds, and the verification verdict.  An inequivalent or
-unverifiable output is flagged and never counted as compression.  Summary rows per method
+compression C = T0 / T (undefined for T0 = 0), seconds, and the verification verdict.  An
+inequivalent or unverifiable output is flagged and never counted as compression.  Summary rows per method
 and T0 bucket: mean C and MNTC = mean(T / T0) over verified outputs (T = 0 gives C = inf and
 is reported as such, never averaged in: see ``mean_compression``).
 """
@@ -62,7 +62,9 @@ def run_method(circuit: SuiteCircuit, method: str) -> MethodResult:
 
 
 def compression(t0: int, t: int | None) -> float | None:
-    if t is None:
+    """C = T0 / T; None when undefined (no output, or a Clifford circuit with T0 = 0);
+    inf when the output has no T gate left."""
+    if t is None or t0 == 0:
         return None
     return math.inf if t == 0 else t0 / t
 
@@ -148,7 +150,7 @@ def markdown(rows: list[Row], methods: list[str], title: str, published_columns:
             ok = [r for r in sel if r.results[m].verified]
             if not sel:
                 continue
-            comps = [compression(r.circuit.t0, r.results[m].t) for r in ok]
+            comps = [c for c in (compression(r.circuit.t0, r.results[m].t) for r in ok) if c is not None]
             mntc = [r.results[m].t / r.circuit.t0 for r in ok if r.circuit.t0 > 0]
             lines.append(f"| {m} | {bucket} | {len(sel)} | {len(ok)} | {mean_compression(comps)} | "
                          f"{statistics.mean(mntc):.3f} |" if mntc else
