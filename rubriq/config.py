@@ -231,12 +231,7 @@ class RubricConfig:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "RubricConfig":
-        import yaml
-
-        text = Path(path).read_text(encoding="utf-8")
-        data = yaml.safe_load(text) or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: top level must be a mapping")
+        data = load_yaml_mapping(path)
         # A training YAML may hold the rubric under a `rubric:` key.
         if "rubric" in data and isinstance(data["rubric"], dict):
             data = data["rubric"]
@@ -244,6 +239,16 @@ class RubricConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def load_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """The top-level mapping of a YAML file (empty file: {})."""
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    return data
 
 
 def from_dict(cls: type, data: dict[str, Any]) -> Any:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rubriq.config import ConfigError, RubricConfig, from_dict
+from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
 
 
 @dataclass(frozen=True)
@@ -64,12 +64,7 @@ class TrainSettings:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "TrainSettings":
-        import yaml
-
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: top level must be a mapping")
-        return cls.from_dict(data)
+        return cls.from_dict(load_yaml_mapping(path))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainSettings":
