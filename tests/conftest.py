@@ -1,6 +1,11 @@
 import os
 from pathlib import Path
 
+# No test may use the network: make Hugging Face libraries fail fast instead of trying the hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
