@@ -20,9 +20,8 @@ from typing import Any
 
 from qiskit import QuantumCircuit
 from qiskit.circuit import Gate
-from qiskit.circuit.library import get_standard_gate_name_mapping
 
-_STANDARD = get_standard_gate_name_mapping()
+from rubriq.rubric.gates import _STANDARD  # one mapping of Qiskit's standard gates
 ALLOWED_GATES: dict[str, Gate] = {
     name: gate for name, gate in _STANDARD.items() if isinstance(gate, Gate) and name != "delay"
 }

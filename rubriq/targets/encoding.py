@@ -21,6 +21,17 @@ def _seed(params) -> int:
     return seed
 
 
+def _seeded_data(params, size: int, high: float, what: str) -> list[float]:
+    """``params["data"]`` checked to hold ``size`` finite numbers, or seeded uniform [0, high)
+    values rounded to 3 decimals (so the prompt shows exactly the numbers the target uses)."""
+    data = params.get("data")
+    if data is None:
+        data = [round(float(v), 3) for v in np.random.default_rng(_seed(params)).uniform(0, high, size)]
+    if not isinstance(data, (list, tuple)) or len(data) != size:
+        raise TargetError(f"{what}: data must hold {size} numbers")
+    return [check_number(f"{what}: data item", v) for v in data]
+
+
 class AmplitudeEncodingTarget(Target):
     name = "amplitude_encoding"
     family = "encoding"
@@ -31,13 +42,7 @@ class AmplitudeEncodingTarget(Target):
                   "seed": "seed for the default data (default 42)"}
 
     def _validate(self, params):
-        seed = _seed(params)
-        data = params.get("data")
-        if data is None:
-            data = [round(float(v), 3) for v in np.random.default_rng(seed).uniform(0, 1, self.dim)]
-        if not isinstance(data, (list, tuple)) or len(data) != self.dim:
-            raise TargetError(f"amplitude_encoding: data must hold 2^{self.num_qubits} = {self.dim} numbers")
-        data = [check_number("amplitude_encoding: data item", v) for v in data]
+        data = _seeded_data(params, self.dim, 1.0, "amplitude_encoding")
         if not any(data):
             raise TargetError("amplitude_encoding: data must not be all zero")
         return {"data": data}
@@ -68,13 +73,7 @@ class AngleEncodingTarget(Target):
                   "seed": "seed for the default data (default 42)"}
 
     def _validate(self, params):
-        seed = _seed(params)
-        data = params.get("data")
-        if data is None:
-            data = [round(float(v), 3) for v in np.random.default_rng(seed).uniform(0, math.pi, self.num_qubits)]
-        if not isinstance(data, (list, tuple)) or len(data) != self.num_qubits:
-            raise TargetError(f"angle_encoding: data must hold {self.num_qubits} angles")
-        return {"data": [check_number("angle_encoding: data item", v) for v in data]}
+        return {"data": _seeded_data(params, self.num_qubits, math.pi, "angle_encoding")}
 
     def description(self):
         values = ", ".join(f"{v:g}" for v in self.params["data"])
