@@ -58,3 +58,20 @@ def test_complexity_aware_weights_use_a_total_function():
     rewards = RubricRewards(RubricConfig.from_dict({"complexity": {"enabled": True}}))
     assert [f.__name__ for f in rewards.functions()][0] == "total"
     assert rewards.weights() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_first_function_reports_batch_metrics_through_trl_log_metric():
+    rewards = RubricRewards()
+    logged: dict[str, list[float]] = {}
+    log = lambda name, value: logged.setdefault(name, []).append(value)  # noqa: E731
+    completions = [GOOD_QFT2, "garbage", GOOD_BASIS, GOOD_QFT2]
+    targets = [QFT2, QFT2, BASIS, QFT2]
+    for f in rewards.functions():
+        f(prompts=["p"] * 4, completions=completions, target=targets, log_metric=log)
+    assert all(len(v) == 1 for v in logged.values())  # one report per batch, not one per dimension
+    assert logged["parse_rate"] == [0.75] and logged["correct_rate"] == [0.75]
+    assert logged["mean_t_count"] == [pytest.approx(2.0)]  # T = 3, 0, 3 over the parsed circuits
+    # compression over correct circuits with T0 > 0: the two QFT-2 copies, T0 = 3 = T -> 1.0;
+    # the basis encoding has T0 = 0 and is not counted
+    assert logged["compression"] == [pytest.approx(1.0)]
+    assert logged["violation_rate"] == [0.0] and logged["timing/reward_s"][0] >= 0.0

@@ -1,8 +1,13 @@
 """Training configuration: typed dataclasses; YAML maps onto them one to one.
 
-The ``grpo`` section is passed to TRL's own typed ``GRPOConfig`` (its keys are checked against
-GRPOConfig's fields, so a typo is an error, not a silently ignored setting); the ``rubric``
-section is :class:`rubriq.config.RubricConfig`.
+The ``grpo`` section is passed to TRL's own typed ``GRPOConfig`` and ``sft.args`` to TRL's
+``SFTConfig`` (their keys are checked against the fields of those classes, so a typo is an
+error, not a silently ignored setting); the ``rubric`` section is
+:class:`rubriq.config.RubricConfig`; ``ppo`` is :class:`rubriq.training.ppo.PPOSettings`.
+
+A YAML file may start with ``base: other.yaml`` (a path relative to the file): the base is
+loaded first and the file's sections are merged into it key by key, so a variant (an ablation,
+a GPU setting) states only what it changes.
 """
 
 from __future__ import annotations
@@ -41,6 +46,10 @@ class DataSettings:
     split: str = "train"
     max_rows: int = 0
     """Use at most this many rows (0: all)."""
+    build: dict = field(default_factory=dict)
+    """When not empty and ``dataset`` does not exist yet: build it first with these
+    :class:`rubriq.data.prompts.PromptSpec` fields (plus ``seed`` and ``held_out``, a
+    family -> size mapping of ``split_rows``)."""
 
 
 @dataclass(frozen=True)
@@ -52,35 +61,99 @@ class RewardSettings:
 
 
 @dataclass(frozen=True)
+class SftSettings:
+    """Supervised warm-start on prompt -> reference-circuit pairs before RL (TRL SFTTrainer)."""
+
+    enabled: bool = False
+    args: dict = field(default_factory=dict)
+    """Fields of trl.SFTConfig (num_train_epochs, learning_rate, max_length, ...)."""
+    lora: bool = True
+    """Train a LoRA adapter (the ``lora`` section) and merge it into the weights afterwards."""
+
+
+@dataclass(frozen=True)
+class EarlyStoppingSettings:
+    """Stop when the moving average of ``metric`` has not improved for ``patience`` logs."""
+
+    patience: int = 0
+    """Logged steps without improvement before stopping (0: never stop early)."""
+    metric: str = "reward"
+    """A logged key: reward, rewards/fidelity/mean, correct_rate, ..."""
+    window: int = 10
+    """Moving-average window over logged values (RL rewards are noisy)."""
+    min_delta: float = 0.0
+    """Improvement smaller than this does not count."""
+
+
+@dataclass(frozen=True)
 class TrainSettings:
     output_dir: str = "runs/rubriq_grpo"
+    algorithm: Literal["grpo", "ppo"] = "grpo"
+    """grpo: TRL's GRPOTrainer (the paper's method, and Sparse-GRPO with a sparse reward);
+    ppo: RubriQ's PPO with a value head (Sparse-PPO, rubriq/training/ppo.py)."""
     model: ModelSettings = field(default_factory=ModelSettings)
     lora: LoraSettings = field(default_factory=LoraSettings)
     data: DataSettings = field(default_factory=DataSettings)
     reward: RewardSettings = field(default_factory=RewardSettings)
     rubric: RubricConfig = field(default_factory=RubricConfig)
+    sft: SftSettings = field(default_factory=SftSettings)
+    early_stopping: EarlyStoppingSettings = field(default_factory=EarlyStoppingSettings)
     grpo: dict = field(default_factory=dict)
     """Fields of trl.GRPOConfig (learning_rate, num_generations, temperature, ...)."""
+    ppo: dict = field(default_factory=dict)
+    """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "TrainSettings":
-        return cls.from_dict(load_yaml_mapping(path))
+        return cls.from_dict(load_with_base(path))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "TrainSettings":
         data = dict(data)
         grpo = data.pop("grpo", {}) or {}
-        check_grpo_keys(grpo)
+        ppo = data.pop("ppo", {}) or {}
+        check_trl_keys("GRPOConfig", grpo, "grpo")
+        if "reward_weights" in grpo:
+            raise ConfigError("set the rubric weights under rubric.weights, not grpo.reward_weights")
+        check_ppo_keys(ppo)
         settings = from_dict(cls, data)
-        return dataclasses.replace(settings, grpo=dict(grpo))
+        check_trl_keys("SFTConfig", settings.sft.args, "sft.args")
+        return dataclasses.replace(settings, grpo=dict(grpo), ppo=dict(ppo))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
-def check_grpo_keys(grpo: dict) -> None:
-    from trl import GRPOConfig
+def deep_merge(base: dict, override: dict) -> dict:
+    """``override`` merged into ``base``: mappings key by key, everything else replaced."""
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
-    known = {f.name for f in dataclasses.fields(GRPOConfig)}
-    unknown = sorted(set(grpo) - known)
+
+def load_with_base(path: str | Path, _seen: tuple = ()) -> dict[str, Any]:
+    """A YAML mapping with its ``base:`` chain resolved (see the module docstring)."""
+    path = Path(path).resolve()
+    if path in _seen:
+        raise ConfigError(f"{path}: circular base chain")
+    data = load_yaml_mapping(path)
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    return deep_merge(load_with_base(path.parent / base, _seen + (path,)), data)
+
+
+def check_trl_keys(class_name: str, section: dict, where: str) -> None:
+    import trl
+
+    known = {f.name for f in dataclasses.fields(getattr(trl, class_name))}
+    unknown = sorted(set(section) - known)
     if unknown:
-        raise ConfigError(f"unknown GRPOConfig field(s) {unknown} in the grpo section")
-    if "reward_weights" in grpo:
-        raise ConfigError("set the rubric weights under rubric.weights, not grpo.reward_weights")
+        raise ConfigError(f"unknown {class_name} field(s) {unknown} in the {where} section")
+
+
+def check_ppo_keys(section: dict) -> None:
+    from rubriq.training.ppo import PPOSettings
+
+    from_dict(PPOSettings, section)

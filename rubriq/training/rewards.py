@@ -12,6 +12,10 @@ reaches the reward through the dataset's ``target`` column (the JSON spec writte
 ``rubriq data build``), which TRL passes to reward functions as a keyword argument.
 
 Each function has TRL's uniform signature ``f(prompts, completions, **columns) -> list[float]``.
+The first function of :meth:`RubricRewards.functions` also reports the batch metrics of
+docs/metrics.md (parse rate, correct rate, mean fidelity, mean T-count, compression over
+correct circuits, violation rate) through TRL's ``log_metric`` keyword, and the seconds spent
+scoring as ``timing/reward_s``.
 
 >>> rewards = RubricRewards()
 >>> spec = '{"algorithm": "qft", "num_qubits": 1, "inverse": false, "do_swaps": true}'
@@ -26,10 +30,12 @@ Each function has TRL's uniform signature ``f(prompts, completions, **columns) -
 from __future__ import annotations
 
 import json
+import time
 from collections import OrderedDict
 from typing import Any, Callable
 
 from rubriq.config import RubricConfig
+from rubriq.evaluation.metrics import batch_metrics
 from rubriq.evaluator import EvaluationResult, RubriQEvaluator
 from rubriq.rubric.engine import DIMENSION_NAMES
 from rubriq.targets import target_from_spec
@@ -55,7 +61,7 @@ class RubricRewards:
         self.cache_size = cache_size
         self._evaluators: dict[str, RubriQEvaluator] = {}
         self._results: OrderedDict[tuple[str, str], EvaluationResult] = OrderedDict()
-        self.stats = {"requests": 0, "evaluated": 0}
+        self.stats = {"requests": 0, "evaluated": 0, "seconds": 0.0}
 
     # -- scoring ------------------------------------------------------------------------------
     def evaluator(self, spec: str | dict) -> RubriQEvaluator:
@@ -70,6 +76,7 @@ class RubricRewards:
         if len(target) != len(completions):
             raise ValueError(f"{len(completions)} completions but {len(target)} targets: the dataset needs a "
                              "'target' column (rubriq data build writes it)")
+        start = time.perf_counter()
         texts = [completion_text(c) for c in completions]
         keys = [(t if isinstance(t, str) else json.dumps(t, sort_keys=True), x) for t, x in zip(target, texts)]
         self.stats["requests"] += len(keys)
@@ -83,21 +90,42 @@ class RubricRewards:
             for text, result in zip(group, self.evaluator(spec).evaluate_batch(group, workers=self.workers)):
                 self._results[(spec, text)] = result
                 self.stats["evaluated"] += 1
+        out = [self._results[k] for k in keys]
         while len(self._results) > self.cache_size:
             self._results.popitem(last=False)
-        return [self._results[k] for k in keys]
+        self.stats["seconds"] += time.perf_counter() - start
+        return out
+
+    def log_batch(self, results: list[EvaluationResult], target: list, log_metric: Callable | None) -> None:
+        """Report the batch metrics through TRL's ``log_metric(name, value)``."""
+        if log_metric is None:
+            return
+        t0s = [self.evaluator(t).target.t0 for t in target]
+        for name, value in batch_metrics([r.to_dict() for r in results], t0s,
+                                         1 - self.config.fidelity.correct_threshold).items():
+            if value == value:  # undefined (NaN) metrics are not logged: TensorBoard refuses None
+                log_metric(name, value)
+
+    def _timed_results(self, completions: list, target: list, log_metric: Callable | None) -> list[EvaluationResult]:
+        before = self.stats["seconds"]
+        results = self.results(completions, target)
+        if log_metric is not None:
+            self.log_batch(results, target, log_metric)
+            log_metric("timing/reward_s", self.stats["seconds"] - before)
+        return results
 
     # -- TRL reward functions -----------------------------------------------------------------
-    def function(self, dimension: str) -> Callable[..., list[float]]:
+    def function(self, dimension: str, log: bool = False) -> Callable[..., list[float]]:
         """The reward function of one dimension (``clifford``, ``tcount``, ``hardware``,
-        ``fidelity``, ``efficiency``), or ``total`` for the weighted rubric reward."""
+        ``fidelity``, ``efficiency``), or ``total`` for the weighted rubric reward; with
+        ``log=True`` it also reports the batch metrics (see the module docstring)."""
         if dimension not in DIMENSION_NAMES and dimension != "total":
             raise ValueError(f"unknown dimension {dimension!r}; use one of {DIMENSION_NAMES + ('total',)}")
 
-        def reward(prompts=None, completions=None, target=None, **_: Any) -> list[float]:
+        def reward(prompts=None, completions=None, target=None, log_metric=None, **_: Any) -> list[float]:
             if completions is None or target is None:
                 raise ValueError("reward functions need completions= and target= (dataset column)")
-            results = self.results(list(completions), list(target))
+            results = self._timed_results(list(completions), list(target), log_metric if log else None)
             if dimension == "total":
                 return [float(r.reward) for r in results]
             return [float(r.scores[dimension]) for r in results]
@@ -113,8 +141,8 @@ class RubricRewards:
         dimensions are logged with weight 0.
         """
         if self.config.complexity.enabled:
-            return [self.function("total")] + [self.function(d) for d in DIMENSION_NAMES]
-        return [self.function(d) for d in DIMENSION_NAMES]
+            return [self.function("total", log=True)] + [self.function(d) for d in DIMENSION_NAMES]
+        return [self.function(d, log=(i == 0)) for i, d in enumerate(DIMENSION_NAMES)]
 
     def weights(self) -> list[float]:
         if self.config.complexity.enabled:
@@ -126,6 +154,7 @@ class RubricRewards:
 def sparse_reward(rewards: RubricRewards, kind: str = "inverse_t") -> Callable[..., list[float]]:
     """One terminal scalar (the paper's sparse baselines), sharing ``rewards``' cache.
 
+    It reports the batch metrics like the rubric's first function.
     ``inverse_t``: 1/T(c) for a functionally correct circuit (F_avg >= fidelity.correct_threshold),
     1 when T(c) = 0, else 0 (Sparse-PPO's terminal reward).  ``correct``: 1 if correct else 0.
     """
@@ -133,9 +162,9 @@ def sparse_reward(rewards: RubricRewards, kind: str = "inverse_t") -> Callable[.
         raise ValueError("kind must be 'inverse_t' or 'correct'")
     threshold = rewards.config.fidelity.correct_threshold
 
-    def reward(prompts=None, completions=None, target=None, **_: Any) -> list[float]:
+    def reward(prompts=None, completions=None, target=None, log_metric=None, **_: Any) -> list[float]:
         out = []
-        for r in rewards.results(list(completions), list(target)):
+        for r in rewards._timed_results(list(completions), list(target), log_metric):
             ok = r.average_fidelity is not None and r.average_fidelity >= threshold and r.error is None
             if kind == "correct":
                 out.append(1.0 if ok else 0.0)

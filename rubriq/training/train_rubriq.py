@@ -1,34 +1,36 @@
-"""GRPO training entry point (the paper's command):
+"""Training entry point (the paper's command):
 
     python rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml [--resume]
     accelerate launch --num_processes 4 rubriq/training/train_rubriq.py --rubriq_config ...
 
-Reads :class:`rubriq.training.config.TrainSettings` from YAML, loads the prompt rows written
-by ``rubriq data build``, the model (hub id, local folder or the embedded SmolLM2), and runs
-TRL's GRPOTrainer with the rubric rewards (``grpo.py``).  Checkpoints every
-``grpo.save_steps`` steps into ``output_dir``; ``--resume`` continues from the last one with
-the same data order (the trainer's RNG and sampler state are in the checkpoint).  Every logged
-step is appended to ``output_dir/metrics.jsonl``.
+Reads :class:`rubriq.training.config.TrainSettings` from YAML and runs, top to bottom:
+
+1. data: the prompt rows written by ``rubriq data build`` (built first when ``data.build`` is
+   set and the folder does not exist);
+2. model: hub id, local folder, ``embedded`` SmolLM2-135M or a tiny random model (tests);
+3. SFT warm-start when ``sft.enabled`` (TRL SFTTrainer; saved to ``output_dir/sft``, reused
+   by ``--resume``);
+4. RL: ``algorithm: grpo`` (TRL GRPOTrainer with the rubric or a sparse reward) or ``ppo``
+   (Sparse-PPO with a value head, ``ppo.py``).
+
+Checkpoints every ``save_steps`` steps into ``output_dir``; ``--resume`` continues from the last
+one with the same data order.  Every logged step is appended to ``output_dir/metrics.jsonl``
+(with its ``phase``: sft, grpo or ppo) and, with ``report_to: [tensorboard]``, to TensorBoard
+under ``output_dir/runs``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
-
-def _jsonl_callback(path: Path):
-    from transformers import TrainerCallback
-
-    class JsonlLogger(TrainerCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if logs and state.is_world_process_zero:
-                with open(path, "a", encoding="utf-8") as fh:
-                    fh.write(json.dumps({"step": state.global_step, **logs}) + "\n")
-
-    return JsonlLogger()
+# Run as a script (`python rubriq/training/train_rubriq.py`, `accelerate launch ...`): make the
+# repository importable when the package is not installed.
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def last_checkpoint(output_dir: Path) -> str | None:
@@ -37,56 +39,119 @@ def last_checkpoint(output_dir: Path) -> str | None:
     return get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
 
 
-def build(settings, max_steps: int | None = None):
-    """Model, tokenizer, rows and the GRPO trainer for ``settings``."""
-    from rubriq.data.prompts import load_split
-    from rubriq.training.grpo import build_grpo_trainer
+def load_rows(settings, split: str | None = None) -> list[dict]:
+    from rubriq.config import from_dict
+    from rubriq.data.prompts import PromptSpec, load_split, save_splits, split_rows, synthesis_rows
+
+    folder = Path(settings.data.dataset)
+    if not folder.exists() and settings.data.build:
+        build = dict(settings.data.build)
+        seed = build.pop("seed", 42)
+        held_out = build.pop("held_out", None)
+        spec = from_dict(PromptSpec, build)
+        splits = split_rows(synthesis_rows(spec), seed=seed, **({} if held_out is None else {"held_out": held_out}))
+        save_splits(splits, folder)
+    rows = load_split(folder, split or settings.data.split)
+    return rows[: settings.data.max_rows] if settings.data.max_rows else rows
+
+
+def lora_kwargs(settings) -> dict | None:
+    if not settings.lora.enabled:
+        return None
+    return {"r": settings.lora.r, "lora_alpha": settings.lora.lora_alpha, "lora_dropout": settings.lora.lora_dropout,
+            "target_modules": list(settings.lora.target_modules)}
+
+
+def load_policy(settings, resume: bool = False):
+    """Tokenizer and model, after the SFT warm-start when it is enabled (or reused on resume)."""
+    from rubriq.training.callbacks import trainer_callbacks
+    from rubriq.training.config import EarlyStoppingSettings
     from rubriq.training.models import load_model, load_tokenizer, tiny_model
+
+    tokenizer = load_tokenizer(settings.model.name_or_path)
+    sft_dir = Path(settings.output_dir) / "sft"
+    if settings.sft.enabled and resume and (sft_dir / "model" / "config.json").is_file():
+        return tokenizer, load_model(str(sft_dir / "model"))
+    model = tiny_model(tokenizer) if settings.model.tiny else load_model(settings.model.name_or_path)
+    if settings.sft.enabled:
+        from rubriq.training.sft import run_sft
+
+        model = run_sft(model, tokenizer, load_rows(settings), sft_dir, settings.sft.args,
+                        lora_kwargs(settings) if settings.sft.lora else None,
+                        callbacks=trainer_callbacks(Path(settings.output_dir), EarlyStoppingSettings(), phase="sft"))
+        model.save_pretrained(sft_dir / "model")
+        tokenizer.save_pretrained(sft_dir / "model")
+    return tokenizer, model
+
+
+def build(settings, max_steps: int | None = None, resume: bool = False, policy=None):
+    """The RL trainer (GRPO or PPO) for ``settings``; ``policy`` = (tokenizer, model) if loaded."""
+    from rubriq.training.callbacks import EarlyStopper, trainer_callbacks
     from rubriq.training.rewards import RubricRewards, sparse_reward
 
-    rows = load_split(settings.data.dataset, settings.data.split)
-    if settings.data.max_rows:
-        rows = rows[: settings.data.max_rows]
-    tokenizer = load_tokenizer(settings.model.name_or_path)
-    model = tiny_model(tokenizer) if settings.model.tiny else load_model(settings.model.name_or_path)
+    rows = load_rows(settings)
+    tokenizer, model = policy or load_policy(settings, resume)
     rewards = RubricRewards(settings.rubric, workers=settings.reward.workers)
     funcs = None
     if settings.reward.kind != "rubric":
         funcs = [sparse_reward(rewards, settings.reward.kind.removeprefix("sparse_"))]
-    grpo = {"output_dir": settings.output_dir, **settings.grpo}
+    output_dir = Path(settings.output_dir)
+    if settings.algorithm == "ppo":
+        from rubriq.config import from_dict
+        from rubriq.training.ppo import PPOSettings, PPOTrainer
+
+        ppo = from_dict(PPOSettings, settings.ppo)
+        if max_steps is not None:
+            ppo = dataclasses.replace(ppo, max_steps=max_steps)
+        reward = funcs[0] if funcs else rewards.function("total", log=True)
+        stopper = EarlyStopper(settings.early_stopping)
+        return PPOTrainer(model, tokenizer, rows, reward, ppo, output_dir, lora=lora_kwargs(settings),
+                          callbacks=[lambda log: stopper.update(log.get(settings.early_stopping.metric))])
+    from rubriq.training.grpo import build_grpo_trainer
+
+    grpo = {"output_dir": str(output_dir), **settings.grpo}
     if max_steps is not None:
         grpo["max_steps"] = max_steps
-    lora = None
-    if settings.lora.enabled:
-        lora = {"r": settings.lora.r, "lora_alpha": settings.lora.lora_alpha, "lora_dropout": settings.lora.lora_dropout,
-                "target_modules": list(settings.lora.target_modules)}
-    trainer = build_grpo_trainer(model, tokenizer, rows, rewards, grpo_args=grpo, lora=lora, reward_funcs=funcs)
-    trainer.add_callback(_jsonl_callback(Path(settings.output_dir) / "metrics.jsonl"))
-    return trainer
+    return build_grpo_trainer(model, tokenizer, rows, rewards, grpo_args=grpo, lora=lora_kwargs(settings),
+                              reward_funcs=funcs,
+                              callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo"))
+
+
+def train(settings, max_steps: int | None = None, resume: bool = False) -> Path:
+    """Run the whole entry point; return the folder of the final model."""
+    output_dir = Path(settings.output_dir)
+    checkpoint = last_checkpoint(output_dir) if resume else None
+    if resume and checkpoint is None:
+        print(f"no checkpoint in {output_dir}: starting from scratch", file=sys.stderr)
+    trainer = build(settings, max_steps, resume=resume)
+    trainer.train(resume_from_checkpoint=checkpoint)
+    final = output_dir / "final"
+    trainer.save_model(str(final))
+    return final
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rubriq_config", required=True, help="training YAML (see configs/)")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
-    parser.add_argument("--max_steps", type=int, default=None, help="override grpo.max_steps")
+    parser.add_argument("--max_steps", type=int, default=None, help="override the RL max_steps")
+    parser.add_argument("--output_dir", default=None, help="override output_dir")
     parser.add_argument("--print_config", action="store_true", help="print the resolved settings and exit")
     args = parser.parse_args(argv)
+    from rubriq.config import ConfigError
     from rubriq.training.config import TrainSettings
 
-    settings = TrainSettings.from_yaml(args.rubriq_config)
+    try:
+        settings = TrainSettings.from_yaml(args.rubriq_config)
+    except (ConfigError, OSError) as exc:
+        print(f"error: {args.rubriq_config}: {exc}", file=sys.stderr)
+        return 2
+    if args.output_dir:
+        settings = dataclasses.replace(settings, output_dir=args.output_dir)
     if args.print_config:
-        import dataclasses
-
-        print(json.dumps(dataclasses.asdict(settings), indent=2, default=str))
+        print(json.dumps(settings.to_dict(), indent=2, default=str))
         return 0
-    output_dir = Path(settings.output_dir)
-    resume = last_checkpoint(output_dir) if args.resume else None
-    if args.resume and resume is None:
-        print(f"no checkpoint in {output_dir}: starting from scratch", file=sys.stderr)
-    trainer = build(settings, args.max_steps)
-    trainer.train(resume_from_checkpoint=resume)
-    trainer.save_model(str(output_dir / "final"))
+    train(settings, args.max_steps, args.resume)
     return 0
 
 

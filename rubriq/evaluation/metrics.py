@@ -1,0 +1,146 @@
+"""The paper's metrics over scored completions (definitions: docs/metrics.md).
+
+A *record* is one scored completion: a mapping with ``result`` (``EvaluationResult.to_dict()``
+or the result itself), ``t0`` (the target's reference T-count, None if unknown) and optionally
+``prompt_id``, ``family``, ``bucket``.  Every function here is pure and works on lists of
+records, so a report can be recomputed from saved JSONL without sampling again.
+
+* correct: F_avg >= 1 - eps (eps = 0.01 by default, the paper's F_avg >= 0.99);
+* C (T-gate compression) = T0 / T(c), averaged ONLY over correct circuits with T0 > 0 and
+  T(c) > 0; a correct circuit with T(c) = 0 < T0 has unbounded compression: it is counted in
+  ``t_zero`` and never averaged in; the fraction of correct circuits is always reported next
+  to C;
+* MNTC = mean T(c) / T0 over correct circuits with T0 > 0 (T(c) = 0 counts as 0);
+* V (violation rate): fraction of parsed circuits that break the qubit or depth limit of the
+  best backend of the hardware dimension (connectivity is repaired by inserted SWAPs, which
+  the routing term scores; a circuit wider than every backend is a violation);
+* pass@k: the unbiased estimator 1 - C(n - c, k) / C(n, k) per prompt (n samples, c correct),
+  averaged over prompts.
+
+>>> ok = {"parsed": True, "average_fidelity": 1.0, "t_count": 2, "reward": 0.9,
+...       "best_backend": "b", "hardware": {"b": {"fits_qubits": True, "fits_depth": True}}}
+>>> wrong = dict(ok, average_fidelity=0.3, t_count=1)
+>>> s = summarize([{"result": ok, "t0": 8}, {"result": wrong, "t0": 8}])
+>>> s["correct_rate"], s["compression"], s["mntc"], s["violation_rate"]
+(0.5, 4.0, 0.25, 0.0)
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter, defaultdict
+from typing import Any, Iterable, Mapping
+
+from rubriq.rubric.engine import DIMENSION_NAMES
+
+DEFAULT_EPS = 0.01
+
+
+def _res(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    r = record.get("result", record)
+    return r.to_dict() if hasattr(r, "to_dict") else r
+
+
+def is_correct(result: Mapping[str, Any], eps: float = DEFAULT_EPS) -> bool:
+    """F_avg >= 1 - eps (an unparsed or unscored completion is never correct)."""
+    f = result.get("average_fidelity")
+    return bool(result.get("parsed")) and result.get("error_type") is None and f is not None and f >= 1 - eps
+
+
+def violates(result: Mapping[str, Any]) -> bool | None:
+    """True if the parsed circuit breaks the qubit or depth limit of its best backend; None if
+    the completion has no scored circuit."""
+    best = result.get("best_backend")
+    fit = (result.get("hardware") or {}).get(best) if best else None
+    if not result.get("parsed") or fit is None:
+        return None
+    return not (fit.get("fits_qubits") and fit.get("fits_depth"))
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for one prompt with n samples of which c are correct.
+
+    >>> pass_at_k(4, 0, 1), pass_at_k(4, 4, 1), pass_at_k(4, 1, 1), round(pass_at_k(4, 1, 2), 6)
+    (0.0, 1.0, 0.25, 0.5)
+    """
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples per prompt, got {n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def summarize(records: Iterable[Mapping[str, Any]], eps: float = DEFAULT_EPS,
+              ks: tuple[int, ...] = (1,)) -> dict[str, Any]:
+    """All metrics of docs/metrics.md over ``records`` (see the module docstring)."""
+    records = list(records)
+    results = [_res(r) for r in records]
+    n = len(results)
+    if n == 0:
+        return {"completions": 0}
+    parsed = [r for r in results if r.get("parsed")]
+    correct = [is_correct(r, eps) for r in results]
+    comp, mntc, t_zero = [], [], 0
+    for rec, res, ok in zip(records, results, correct):
+        t0, t = rec.get("t0"), res.get("t_count")
+        if not ok or t0 is None or t is None or t0 <= 0:
+            continue
+        mntc.append(t / t0)
+        if t == 0:
+            t_zero += 1
+        else:
+            comp.append(t0 / t)
+    viol = [v for v in (violates(r) for r in results) if v is not None]
+    fid = [r["average_fidelity"] for r in parsed if r.get("average_fidelity") is not None]
+    tcounts = [r["t_count"] for r in parsed if r.get("t_count") is not None]
+    out: dict[str, Any] = {
+        "completions": n,
+        "parse_rate": len(parsed) / n,
+        "strategies": dict(Counter(r.get("strategy") or "none" for r in results)),
+        "errors": dict(Counter(r["error_type"] for r in results if r.get("error_type"))),
+        "mean_fidelity": _mean(fid),
+        "correct_rate": sum(correct) / n,
+        "compression": _mean(comp),
+        "compression_circuits": len(comp),
+        "t_zero": t_zero,
+        "mntc": _mean(mntc),
+        "mean_t_count": _mean(tcounts),
+        "violation_rate": _mean([float(v) for v in viol]),
+        "mean_reward": statistics.fmean(float(r.get("reward") or 0.0) for r in results),
+        "dimensions": {d: statistics.fmean(float((r.get("scores") or {}).get(d, 0.0)) for r in results)
+                       for d in DIMENSION_NAMES},
+    }
+    by_prompt: dict[Any, list[bool]] = defaultdict(list)
+    for i, (rec, ok) in enumerate(zip(records, correct)):
+        by_prompt[rec.get("prompt_id", i)].append(ok)
+    for k in ks:
+        if all(len(v) >= k for v in by_prompt.values()):
+            out[f"pass@{k}"] = statistics.fmean(pass_at_k(len(v), sum(v), k) for v in by_prompt.values())
+    return out
+
+
+def summarize_by(records: Iterable[Mapping[str, Any]], key: str, eps: float = DEFAULT_EPS,
+                 ks: tuple[int, ...] = (1,)) -> dict[str, dict[str, Any]]:
+    """:func:`summarize` per value of ``record[key]`` (family, dataset, bucket ...)."""
+    groups: dict[str, list] = defaultdict(list)
+    for r in records:
+        groups[str(r.get(key))].append(r)
+    return {g: summarize(rs, eps, ks) for g, rs in sorted(groups.items())}
+
+
+def batch_metrics(results: list, t0s: list[int | None], eps: float = DEFAULT_EPS) -> dict[str, float]:
+    """The per-step training metrics (flat floats; NaN where undefined, which TRL skips)."""
+    s = summarize([{"result": r, "t0": t0} for r, t0 in zip(results, t0s)], eps, ks=())
+    nan = float("nan")
+    pick = lambda v: nan if v is None else float(v)  # noqa: E731
+    return {"parse_rate": s["parse_rate"], "correct_rate": s["correct_rate"],
+            "mean_fidelity": pick(s["mean_fidelity"]), "mean_t_count": pick(s["mean_t_count"]),
+            "compression": pick(s["compression"]), "violation_rate": pick(s["violation_rate"])}
+
+
+__all__ = ["DEFAULT_EPS", "batch_metrics", "is_correct", "pass_at_k", "summarize", "summarize_by", "violates"]

@@ -1,0 +1,78 @@
+"""Trainer callbacks: the JSONL step log, early stopping, progress for long loops.
+
+Each one has one job and plugs into any transformers ``Trainer`` (GRPO, SFT) through
+``trainer.add_callback``; RubriQ's PPO loop calls :class:`EarlyStopper` and
+:func:`append_jsonl` directly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import deque
+from pathlib import Path
+
+from rubriq.training.config import EarlyStoppingSettings
+
+
+def append_jsonl(path: Path, record: dict) -> None:
+    """Append one JSON line (NaN/inf become null so every JSON reader accepts the file)."""
+    clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(clean) + "\n")
+
+
+class EarlyStopper:
+    """Moving-average early stopping (see :class:`EarlyStoppingSettings`).
+
+    >>> stop = EarlyStopper(EarlyStoppingSettings(patience=2, window=1))
+    >>> [stop.update(v) for v in (0.1, 0.3, 0.2, 0.25, 0.3)]
+    [False, False, False, True, True]
+    """
+
+    def __init__(self, settings: EarlyStoppingSettings) -> None:
+        self.settings = settings
+        self.values: deque[float] = deque(maxlen=max(1, settings.window))
+        self.best = -math.inf
+        self.since_best = 0
+
+    def update(self, value: float | None) -> bool:
+        """Feed one logged value; True when training should stop."""
+        if self.settings.patience <= 0 or value is None or not math.isfinite(value):
+            return False
+        self.values.append(float(value))
+        average = sum(self.values) / len(self.values)
+        if average > self.best + self.settings.min_delta:
+            self.best, self.since_best = average, 0
+        else:
+            self.since_best += 1
+        return self.since_best >= self.settings.patience
+
+
+def trainer_callbacks(output_dir: Path, early_stopping: EarlyStoppingSettings, phase: str = "grpo") -> list:
+    """The JSONL logger (``output_dir/metrics.jsonl``, one line per logged step with its
+    ``phase``) and, when ``patience`` > 0, early stopping on ``early_stopping.metric``."""
+    from transformers import TrainerCallback
+
+    path = Path(output_dir) / "metrics.jsonl"
+
+    class JsonlLogger(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and state.is_world_process_zero:
+                Path(output_dir).mkdir(parents=True, exist_ok=True)
+                append_jsonl(path, {"phase": phase, "step": state.global_step, **logs})
+
+    class EarlyStopping(TrainerCallback):
+        def __init__(self) -> None:
+            self.stopper = EarlyStopper(early_stopping)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and self.stopper.update(logs.get(early_stopping.metric)):
+                control.should_training_stop = True
+                print(f"early stopping at step {state.global_step}: {early_stopping.metric} has not improved "
+                      f"for {early_stopping.patience} logs")
+
+    callbacks = [JsonlLogger()]
+    if early_stopping.patience > 0:
+        callbacks.append(EarlyStopping())
+    return callbacks
