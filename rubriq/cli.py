@@ -259,5 +259,228 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
     console.print("See SECURITY.md for what holds when a layer is inactive.")
 
 
+train_app = typer.Typer(help="Train a policy (GRPO, Sparse-GRPO, Sparse-PPO, ablations).", no_args_is_help=True)
+app.add_typer(train_app, name="train")
+
+
+@train_app.command("run")
+def train_run(
+    config: Path = typer.Argument(..., help="Training YAML (configs/rubriq_grpo.yaml, configs/variants/...)."),
+    launcher: str = typer.Option("python", help="python (one process) or accelerate."),
+    num_processes: int = typer.Option(1, help="Processes over all machines (GPUs)."),
+    num_machines: int = typer.Option(1, help="Machines (multi-node needs --main-process-ip)."),
+    machine_rank: int = typer.Option(0, help="Rank of this machine."),
+    main_process_ip: Optional[str] = typer.Option(None, help="Rank-0 host for multi-node runs."),
+    accelerate_config: Optional[Path] = typer.Option(None, help="e.g. configs/accelerate/deepspeed_zero2.yaml"),
+    resume: bool = typer.Option(False, help="Continue from the last checkpoint in output_dir."),
+    max_steps: Optional[int] = typer.Option(None, help="Override the RL max_steps."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, print the command, run nothing."),
+) -> None:
+    """Train with the entry point rubriq/training/train_rubriq.py (here or under accelerate)."""
+    import subprocess
+
+    from rubriq.config import ConfigError
+    from rubriq.training.config import TrainSettings
+    from rubriq.training.launch import LaunchSettings, as_shell, check_runnable, launch_command
+
+    launch = LaunchSettings(launcher, num_processes, num_machines, machine_rank, main_process_ip,
+                            accelerate_config=str(accelerate_config) if accelerate_config else None)
+    try:
+        settings = TrainSettings.from_yaml(config)
+        cmd = launch_command(config, launch, resume=resume, max_steps=max_steps)
+    except (ConfigError, OSError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if dry_run:
+        console.print(f"config ok: {config} ({settings.algorithm}, reward {settings.reward.kind}, "
+                      f"model {settings.model.name_or_path}, output {settings.output_dir})")
+        print(as_shell(cmd))
+        return
+    try:
+        check_runnable(launch)
+    except (RuntimeError, FileNotFoundError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    raise typer.Exit(subprocess.call(cmd))
+
+
+@train_app.command("variants")
+def train_variants(
+    base: Path = typer.Option(Path("configs/rubriq_grpo.yaml"), help="The config the variants start from."),
+    out: Path = typer.Option(Path("configs/variants"), help="Folder for the variant YAML files."),
+    delta: float = typer.Option(0.05, help="Weight step of the sensitivity grid."),
+) -> None:
+    """Write Sparse-GRPO, Sparse-PPO, no-w_H/T/E and the +/-delta weight grid as YAML files."""
+    from rubriq.config import ConfigError
+    from rubriq.training.variants import write_variants
+
+    try:
+        paths = write_variants(base, out, delta)
+    except (ConfigError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    console.print(f"wrote {len(paths)} variants to {out}: " + ", ".join(p.stem for p in paths))
+
+
+hardware_app = typer.Typer(help="Transpile and run circuits on IBM / IonQ or their offline emulation.",
+                           no_args_is_help=True)
+app.add_typer(hardware_app, name="hardware")
+
+
+@hardware_app.command("run")
+def hardware_run(
+    circuits: list[Path] = typer.Argument(..., help=".qasm files, folders, or an evaluation JSONL."),
+    backend: list[str] = typer.Option(["ibm_eagle"], help="Catalog backend (repeatable)."),
+    shots: int = typer.Option(4096, help="Shots per circuit."),
+    top_k: int = typer.Option(5, help="Circuits taken from an evaluation JSONL (best correct by reward)."),
+    threshold: float = typer.Option(0.05, help="KL flag threshold in nats (the paper's 0.05)."),
+    out: Path = typer.Option(Path("results/hardware"), help="results.json, jobs.json, kl.png"),
+    offline: bool = typer.Option(False, help="Emulate even when a provider token is set."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Transpile and print what would be sent."),
+) -> None:
+    """The paper's hardware pipeline (same as python -m rubriq.hardware.submit_ibm_ionq)."""
+    from rubriq.hardware.submit_ibm_ionq import main as submit_main
+
+    argv = ["--circuits", *map(str, circuits), "--shots", str(shots), "--top-k", str(top_k), "--threshold",
+            str(threshold), "--out", str(out)] + [x for b in backend for x in ("--backend", b)]
+    argv += ["--offline"] * offline + ["--dry-run"] * dry_run
+    raise typer.Exit(submit_main(argv))
+
+
+@hardware_app.command("backends")
+def hardware_backends() -> None:
+    """The backend catalog: qubits, topology, native gates, depth budget, error rates and sources."""
+    from rubriq.hardware.catalog import CATALOG, error_rates
+
+    table = Table(title="RubriQ backend catalog")
+    for col in ("backend", "device", "qubits", "topology", "native gates", "max depth", "e_1q", "e_2q", "e_readout",
+                "source"):
+        table.add_column(col)
+    for name, spec in CATALOG.items():
+        e = error_rates(name)
+        table.add_row(name, spec.family, str(spec.num_qubits), spec.topology, " ".join(sorted(spec.native_gates)),
+                      str(spec.max_depth), f"{e['error_1q']:.2e}", f"{e['error_2q']:.2e}", f"{e['error_readout']:.2e}",
+                      spec.source)
+    console.print(table)
+
+
+@app.command()
+def evaluate(
+    model: str = typer.Option(..., help="Hub id, model or adapter folder, 'embedded', or 'tiny' (tests)."),
+    dataset: Path = typer.Option(Path("data/prompts"), help="Folder written by `rubriq data build`."),
+    split: str = typer.Option("test", help="Dataset split."),
+    samples: int = typer.Option(1, help="Completions per prompt (k of pass@k)."),
+    temperature: float = typer.Option(0.0, help="0: greedy (then samples must be 1)."),
+    max_new_tokens: int = typer.Option(512, help="Tokens per completion."),
+    max_prompts: int = typer.Option(0, help="Evaluate at most this many prompts (0: all)."),
+    eps: float = typer.Option(0.01, help="Correct: F_avg >= 1 - eps."),
+    baselines: str = typer.Option("", help="Compiler baselines on the same targets, e.g. 'qiskit,pyzx'."),
+    out: Path = typer.Option(Path("runs/eval"), help="records.jsonl, summary.json"),
+) -> None:
+    """Sample a policy on a split and compute the paper's metrics (docs/metrics.md)."""
+    from rubriq.evaluation.evaluate import EvalRequest, run_evaluation
+
+    req = EvalRequest(model=model, dataset=str(dataset), split=split, samples=samples, temperature=temperature,
+                      max_new_tokens=max_new_tokens, max_prompts=max_prompts, eps=eps)
+    try:
+        summary = run_evaluation(req, out, baselines=tuple(m for m in baselines.split(",") if m))
+    except (ValueError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    s = summary["overall"]
+    table = Table(title=f"{model} on {dataset} [{split}] ({s['completions']} completions)")
+    for col in ("parse rate", "mean F_avg", "correct", "C (correct only)", "MNTC", "V", "pass@1", "mean reward"):
+        table.add_column(col)
+    fmt = lambda v, d=3: "-" if v is None else f"{v:.{d}f}"  # noqa: E731
+    table.add_row(fmt(s["parse_rate"], 2), fmt(s["mean_fidelity"]), fmt(s["correct_rate"], 2), fmt(s["compression"], 2),
+                  fmt(s["mntc"]), fmt(s["violation_rate"], 2), fmt(s.get("pass@1"), 2), fmt(s["mean_reward"]))
+    console.print(table)
+    console.print(f"wrote {out / 'records.jsonl'} and {out / 'summary.json'}")
+
+
+@app.command()
+def report(
+    inputs: list[Path] = typer.Argument(..., help="Training runs (metrics.jsonl) and/or evaluations (records.jsonl)."),
+    out: Path = typer.Option(Path("runs/report"), help="report.md, report.html, PNGs"),
+    target_metric: str = typer.Option("reward", help="Logged metric for time-to-target (e.g. compression)."),
+    target_value: float = typer.Option(0.5, help="Threshold of the time-to-target (paper: compression 3.3)."),
+    eps: float = typer.Option(0.01, help="Correct: F_avg >= 1 - eps."),
+) -> None:
+    """Tables and plots from training runs and evaluations (markdown + self-contained HTML)."""
+    from rubriq.evaluation.report import write_report
+
+    try:
+        md, page = write_report(inputs, out, target_metric, target_value, eps)
+    except (ValueError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    console.print(f"wrote {md} and {page}")
+
+
+@app.command()
+def synthesize(
+    spec: str = typer.Argument(..., help='Natural-language spec, e.g. "Synthesize a 4-qubit QFT circuit".'),
+    target: Optional[str] = typer.Option(None, help="Target name (see `rubriq targets`); else read from the spec."),
+    qubits: Optional[int] = typer.Option(None, help="Number of qubits (with --target)."),
+    param: list[str] = typer.Option([], help="Target parameter key=value (repeatable)."),
+    model: str = typer.Option("embedded", help="Policy: hub id, folder, 'embedded', 'tiny'."),
+    n: int = typer.Option(16, "-n", help="Candidates to sample."),
+    fmt: str = typer.Option("qasm2", "--format", help="qasm2 | qasm3 | python"),
+    max_new_tokens: int = typer.Option(512, help="Tokens per candidate."),
+    optimize: bool = typer.Option(False, help="Verified compiler post-pass (PyZX, Qiskit) on the best circuit."),
+) -> None:
+    """Sample N circuits for a spec, print the best correct one with its scores and drawing."""
+    from qiskit import qasm2
+
+    from rubriq.evaluation.synthesize import SpecNotUnderstood, synthesize as run_synthesis, target_from_text
+    from rubriq.targets import TargetError, make_target
+
+    try:
+        tgt = make_target(target, qubits, **_parse_params(param)) if target else target_from_text(spec)
+    except (SpecNotUnderstood, TargetError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    console.print(f"target: {tgt!r} (prompting with the target's training prompt, format {fmt})")
+    result = run_synthesis(tgt, model=model, n=n, fmt=fmt, max_new_tokens=max_new_tokens, optimize=optimize)
+    parsed = sum(c["result"]["parsed"] for c in result.candidates)
+    if result.best is None:
+        console.print(f"[yellow]no functionally correct circuit among {n} candidates[/] ({parsed} parsed); "
+                      "try a trained policy (--model runs/.../final) or a larger -n")
+        raise typer.Exit(1)
+    best = result.best["result"]
+    console.print(f"best of {n} ({parsed} parsed): reward {best['reward']:.3f}, F_avg {best['average_fidelity']:.6f}, "
+                  f"T = {best['t_count']} (T0 = {tgt.t0}), depth {best['depth']}")
+    console.print("scores: " + ", ".join(f"{k} {v:.3f}" for k, v in best["scores"].items()))
+    print(qasm2.dumps(result.circuit))
+    print(result.circuit.draw("text", fold=120))
+    if optimize:
+        if result.optimized is None:
+            console.print("post-pass: no verified rewrite lowered the T-count or depth; keeping the sampled circuit")
+        else:
+            o = result.optimized
+            console.print(f"post-pass {o['method']}: verified (F_avg {o['result']['average_fidelity']:.6f}), "
+                          f"T {best['t_count']} -> {o['result']['t_count']}, depth {best['depth']} -> "
+                          f"{o['result']['depth']}")
+            print(qasm2.dumps(o["circuit"]))
+
+
+@app.command()
+def quickstart(
+    config: Optional[Path] = typer.Option(None, help="Training YAML (default: configs/quickstart_cpu.yaml)."),
+    out: Path = typer.Option(Path("runs/quickstart"), help="Output folder (report.md, PNGs, JSONL)."),
+    max_steps: Optional[int] = typer.Option(None, help="Override the number of GRPO steps."),
+) -> None:
+    """Embedded model -> SFT warm-start -> GRPO -> before/after evaluation and report (CPU)."""
+    from rubriq.config import ConfigError
+    from rubriq.training.models import ModelUnavailable
+    from rubriq.training.quickstart import DEFAULT_CONFIG, run
+
+    try:
+        run(config or DEFAULT_CONFIG, out, max_steps=max_steps, console=console)
+    except (ConfigError, ModelUnavailable, ValueError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -20,7 +20,7 @@ def test_one_grpo_step_logs_every_dimension_and_scores_each_completion_once(tmp_
     trainer = build_grpo_trainer(
         model, tokenizer, rows, rewards,
         grpo_args=dict(output_dir=str(tmp_path / "out"), per_device_train_batch_size=4, num_generations=4,
-                       max_completion_length=12, max_steps=1, logging_steps=1, use_cpu=True, save_strategy="no",
+                       max_completion_length=12, max_steps=1, logging_steps=1, use_cpu=True, save_strategy="no", bf16=False, gradient_checkpointing=False,
                        temperature=0.8, top_p=0.95, seed=42, learning_rate=5e-6),
         lora=dict(r=8, lora_alpha=16, lora_dropout=0.05, target_modules=["q_proj", "v_proj"]))
     trainer.train()

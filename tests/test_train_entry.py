@@ -47,7 +47,7 @@ def test_two_steps_then_resume(tmp_path, monkeypatch):
         "lora": {"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"]},
         "data": {"dataset": str(tmp_path / "data" / "prompts"), "max_rows": 8},
         "grpo": {"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
-                 "max_steps": 2, "save_steps": 1, "logging_steps": 1, "use_cpu": True, "learning_rate": 1e-4,
+                 "max_steps": 2, "save_steps": 1, "logging_steps": 1, "use_cpu": True, "bf16": False, "gradient_checkpointing": False, "learning_rate": 1e-4,
                  "seed": 42},
     }
     path = tmp_path / "train.yaml"
@@ -84,7 +84,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
         "lora": {"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"]},
         "data": {"dataset": str(tmp_path / "data" / "prompts"), "max_rows": 8},
         "grpo": {"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8, "max_steps": 40,
-                 "save_steps": 1, "logging_steps": 1, "use_cpu": True, "seed": 42},
+                 "save_steps": 1, "logging_steps": 1, "use_cpu": True, "bf16": False, "gradient_checkpointing": False, "seed": 42},
     }
     path = tmp_path / "train.yaml"
     path.write_text(yaml.safe_dump(config))

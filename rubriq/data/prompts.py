@@ -43,7 +43,10 @@ class PromptSpec:
     hamiltonian_times: tuple[float, ...] = (0.25, 0.5, 1.0)
     encoding_sizes: tuple[int, ...] = (2, 3, 4, 5, 6)
     encoding_seeds: tuple[int, ...] = (0, 1)
+    encodings: tuple[str, ...] = ("amplitude_encoding", "angle_encoding", "basis_encoding")
     formats: tuple[str, ...] = FORMATS
+    prompt_style: str = "full"
+    """full: the paper's system + user prompt; compact: one short user message (CPU runs)."""
 
     @classmethod
     def small(cls) -> "PromptSpec":
@@ -59,12 +62,11 @@ def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
                 for n in spec.hamiltonian_sizes for t in spec.hamiltonian_times]
     for n in spec.encoding_sizes:
         for seed in spec.encoding_seeds:
-            targets += [make_target("amplitude_encoding", n, seed=seed), make_target("angle_encoding", n, seed=seed),
-                        make_target("basis_encoding", n, seed=seed)]
+            targets += [make_target(name, n, seed=seed) for name in spec.encodings]
     return targets
 
 
-def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None) -> dict:
+def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None, style: str = "full") -> dict:
     reference = target.reference_circuit()
     return {
         "id": row_id,
@@ -72,7 +74,7 @@ def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None)
         "algorithm": target.name,
         "num_qubits": target.num_qubits,
         "format": fmt,
-        "prompt": target.prompt(fmt),
+        "prompt": target.prompt(fmt, style),
         "target": json.dumps(target.spec(), sort_keys=True),
         "reference": qasm2.dumps(reference),
         "t0": int(target.t0),
@@ -85,7 +87,8 @@ def synthesis_rows(spec: PromptSpec = PromptSpec()) -> list[dict]:
     rows = []
     for i, target in enumerate(synthesis_targets(spec)):
         for fmt in spec.formats:
-            rows.append(target_row(target, fmt, f"{target.name}-{target.num_qubits}-{i}-{fmt}"))
+            rows.append(target_row(target, fmt, f"{target.name}-{target.num_qubits}-{i}-{fmt}",
+                                   style=spec.prompt_style))
     return rows
 
 

@@ -32,6 +32,14 @@ OUTPUT_FORMATS = {
               "(import only qiskit, numpy and math; do not run or measure it)",
 }
 
+COMPACT_FORMATS = {
+    "qasm2": "OpenQASM 2.0 with qelib1.inc in a ```qasm block",
+    "qasm3": "OpenQASM 3.0 with stdgates.inc in a ```qasm block",
+    "python": "Qiskit Python building QuantumCircuit `qc` in a ```python block",
+}
+
+COMPACT_CONVENTION = "Little-endian: q[k] is bit k. Equal up to global phase."
+
 CONVENTION = (
     "Use Qiskit's little-endian qubit order: qubit q[k] is bit k of the basis-state index "
     "(|x> has q[k] = (x >> k) & 1). The circuit is compared with the target up to a global phase; "
@@ -154,10 +162,17 @@ class Target(ABC):
         """JSON spec from which :func:`rubriq.targets.target_from_spec` rebuilds the target."""
         return {"algorithm": self.name, "num_qubits": self.num_qubits, **self.params}
 
-    def prompt(self, output_format: str = "qasm2") -> list[dict[str, str]]:
-        """The chat prompt (system + user) for this target, as in the paper."""
+    def prompt(self, output_format: str = "qasm2", style: str = "full") -> list[dict[str, str]]:
+        """The chat prompt for this target: ``full`` (system + user, as in the paper) or
+        ``compact`` (one short user message, ~1/3 of the tokens: for CPU runs, where every
+        prompt token is paid for at each GRPO step)."""
         if output_format not in OUTPUT_FORMATS:
             raise TargetError(f"unknown output format {output_format!r}; use one of {sorted(OUTPUT_FORMATS)}")
+        if style == "compact":
+            return [{"role": "user", "content": f"{self.description()} {COMPACT_CONVENTION} Reply with "
+                                                f"{COMPACT_FORMATS[output_format]} only."}]
+        if style != "full":
+            raise TargetError(f"unknown prompt style {style!r}; use 'full' or 'compact'")
         user = (
             f"{self.description()} {CONVENTION} Minimize the T-count, then the depth. "
             f"Output format: {OUTPUT_FORMATS[output_format]}."

@@ -37,6 +37,9 @@ class LoraSettings:
     lora_alpha: int = 128
     lora_dropout: float = 0.05
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    layers_to_transform: tuple[int, ...] = ()
+    """Only these decoder layers get adapters (empty: all). On CPUs, adapters in the top layers
+    only spare the backward pass through the layers below them."""
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,8 @@ class DataSettings:
     """Use at most this many rows (0: all)."""
     build: dict = field(default_factory=dict)
     """When not empty and ``dataset`` does not exist yet: build it first with these
-    :class:`rubriq.data.prompts.PromptSpec` fields (plus ``seed`` and ``held_out``, a
-    family -> size mapping of ``split_rows``)."""
+    :class:`rubriq.data.prompts.PromptSpec` fields (plus ``seed``, ``held_out``
+    and ``fractions`` of :func:`rubriq.data.prompts.split_rows`)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,9 @@ class SftSettings:
     """Fields of trl.SFTConfig (num_train_epochs, learning_rate, max_length, ...)."""
     lora: bool = True
     """Train a LoRA adapter (the ``lora`` section) and merge it into the weights afterwards."""
+    lora_all_layers: bool = True
+    """Put the SFT adapter on every layer even when ``lora.layers_to_transform`` restricts the
+    RL adapter (measured on the quickstart: top-12-layer SFT only learns the QASM header)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,21 @@ class EarlyStoppingSettings:
 
 
 @dataclass(frozen=True)
+class EvalSettings:
+    """How a policy is sampled for evaluation (the quickstart's before/after tables)."""
+
+    split: str = "test"
+    """Held-out split of the dataset."""
+    samples: int = 1
+    """Completions per prompt (pass@k needs k of them)."""
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    """0: greedy decoding (one sample per prompt)."""
+    top_p: float = 1.0
+    batch_size: int = 8
+
+
+@dataclass(frozen=True)
 class TrainSettings:
     output_dir: str = "runs/rubriq_grpo"
     algorithm: Literal["grpo", "ppo"] = "grpo"
@@ -98,8 +119,12 @@ class TrainSettings:
     rubric: RubricConfig = field(default_factory=RubricConfig)
     sft: SftSettings = field(default_factory=SftSettings)
     early_stopping: EarlyStoppingSettings = field(default_factory=EarlyStoppingSettings)
+    evaluation: EvalSettings = field(default_factory=EvalSettings)
     grpo: dict = field(default_factory=dict)
     """Fields of trl.GRPOConfig (learning_rate, num_generations, temperature, ...)."""
+    shared_prompt_prefill: bool = True
+    """GRPO without vLLM: pre-fill each prompt once for its N completions (same tokens, less
+    time; rubriq/training/generation.py)."""
     ppo: dict = field(default_factory=dict)
     """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
 

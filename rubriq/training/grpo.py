@@ -9,7 +9,8 @@ logged as ``rewards/<dim>/mean``.
 :class:`RubriQGRPOTrainer` is TRL's trainer plus the step-time breakdown the issue asks for:
 ``timing/generation_s``, ``timing/reward_s`` (from the reward functions),
 ``timing/update_s`` (the rest of TRL's ``step_time``: log-probabilities, backward, optimizer)
-and ``tokens_per_s`` (completion tokens per second of generation).
+and ``tokens_per_s`` (completion tokens per second of generation); and, without vLLM, it
+pre-fills each prompt once for its N completions (``generation.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rubriq.training.generation import install_prefix_generate
 from rubriq.training.rewards import RubricRewards
 
 
@@ -38,6 +40,11 @@ def _trainer_class():
 
         It overrides TRL's ``_generate`` and ``log`` (private in TRL 1.x): if a TRL release
         renames them, only these timing metrics are lost, training is unchanged."""
+
+        def __init__(self, *args, shared_prompt_prefill: bool = True, **kwargs):
+            super().__init__(*args, **kwargs)
+            if shared_prompt_prefill and not self.args.use_vllm:
+                install_prefix_generate(self.model)
 
         def _generate(self, prompts: list):
             start = time.perf_counter()
@@ -62,9 +69,10 @@ def _trainer_class():
 
 def build_grpo_trainer(model: Any, tokenizer: Any, rows: list[dict], rewards: RubricRewards | None = None,
                        grpo_args: dict | None = None, lora: dict | None = None, reward_funcs=None,
-                       reward_weights=None, callbacks: list | None = None):
+                       reward_weights=None, callbacks: list | None = None, shared_prompt_prefill: bool = True):
     """A GRPO trainer on ``rows`` with the rubric rewards (or ``reward_funcs``, e.g. a sparse
-    reward) and, when ``lora`` is given, a PEFT LoRA adapter (keys of ``peft.LoraConfig``)."""
+    reward) and, when ``lora`` is given, a PEFT LoRA adapter (keys of ``peft.LoraConfig``).
+    ``shared_prompt_prefill``: pre-fill each prompt once per group (``generation.py``)."""
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -76,7 +84,8 @@ def build_grpo_trainer(model: Any, tokenizer: Any, rows: list[dict], rewards: Ru
         _require("vllm", "grpo.use_vllm")
     peft_config = LoraConfig(task_type="CAUSAL_LM", **lora) if lora else None
     return _trainer_class()(model=model, reward_funcs=funcs, args=args, train_dataset=rows_to_dataset(rows),
-                            processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks)
+                            processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks,
+                            shared_prompt_prefill=shared_prompt_prefill)
 
 
 def _require(module: str, setting: str) -> None:

@@ -51,10 +51,22 @@ def _cached(directory: Path) -> bool:
     return (directory / "model.safetensors").is_file() and (directory / "tokenizer_config.json").is_file()
 
 
+def _drop_quantization_config(directory: Path) -> None:
+    """The converted weights are plain float32: a ``quantization_config`` (GGUF) left in
+    config.json would make transformers refuse to train the model."""
+    import json
+
+    path = directory / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if config.pop("quantization_config", None) is not None:
+        path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+
+
 def prepare_embedded(directory: Path | None = None) -> Path:
     """Convert the embedded GGUF model to a cached safetensors model (once); return its folder."""
     directory = Path(directory or embedded_dir())
     if _cached(directory):
+        _drop_quantization_config(directory)  # caches written by RubriQ <= 0.1.0 kept it
         return directory
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -66,6 +78,7 @@ def prepare_embedded(directory: Path | None = None) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     fresh.save_pretrained(directory, safe_serialization=True)
     tokenizer.save_pretrained(directory)
+    _drop_quantization_config(directory)
     return directory
 
 

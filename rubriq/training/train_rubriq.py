@@ -47,9 +47,11 @@ def load_rows(settings, split: str | None = None) -> list[dict]:
     if not folder.exists() and settings.data.build:
         build = dict(settings.data.build)
         seed = build.pop("seed", 42)
-        held_out = build.pop("held_out", None)
+        options = {k: build.pop(k) for k in ("held_out", "fractions") if k in build}
+        if "fractions" in options:
+            options["fractions"] = tuple(options["fractions"])
         spec = from_dict(PromptSpec, build)
-        splits = split_rows(synthesis_rows(spec), seed=seed, **({} if held_out is None else {"held_out": held_out}))
+        splits = split_rows(synthesis_rows(spec), seed=seed, **options)
         save_splits(splits, folder)
     rows = load_split(folder, split or settings.data.split)
     return rows[: settings.data.max_rows] if settings.data.max_rows else rows
@@ -58,29 +60,49 @@ def load_rows(settings, split: str | None = None) -> list[dict]:
 def lora_kwargs(settings) -> dict | None:
     if not settings.lora.enabled:
         return None
-    return {"r": settings.lora.r, "lora_alpha": settings.lora.lora_alpha, "lora_dropout": settings.lora.lora_dropout,
-            "target_modules": list(settings.lora.target_modules)}
+    out = {"r": settings.lora.r, "lora_alpha": settings.lora.lora_alpha, "lora_dropout": settings.lora.lora_dropout,
+           "target_modules": list(settings.lora.target_modules)}
+    if settings.lora.layers_to_transform:
+        out["layers_to_transform"] = list(settings.lora.layers_to_transform)
+    return out
+
+
+def load_base(settings):
+    """Tokenizer and the model before any training (hub id, folder, embedded or tiny)."""
+    from rubriq.training.models import load_model, load_tokenizer, tiny_model
+
+    tokenizer = load_tokenizer(settings.model.name_or_path)
+    model = tiny_model(tokenizer) if settings.model.tiny else load_model(settings.model.name_or_path)
+    return tokenizer, model
+
+
+def warm_start(settings, tokenizer, model):
+    """The SFT warm-start (TRL SFTTrainer); the model is saved to ``output_dir/sft/model``."""
+    from rubriq.training.callbacks import trainer_callbacks
+    from rubriq.training.config import EarlyStoppingSettings
+    from rubriq.training.sft import run_sft
+
+    sft_dir = Path(settings.output_dir) / "sft"
+    lora = lora_kwargs(settings) if settings.sft.lora else None
+    if lora and settings.sft.lora_all_layers:
+        lora.pop("layers_to_transform", None)
+    model = run_sft(model, tokenizer, load_rows(settings), sft_dir, settings.sft.args, lora,
+                    callbacks=trainer_callbacks(Path(settings.output_dir), EarlyStoppingSettings(), phase="sft"))
+    model.save_pretrained(sft_dir / "model")
+    tokenizer.save_pretrained(sft_dir / "model")
+    return model
 
 
 def load_policy(settings, resume: bool = False):
     """Tokenizer and model, after the SFT warm-start when it is enabled (or reused on resume)."""
-    from rubriq.training.callbacks import trainer_callbacks
-    from rubriq.training.config import EarlyStoppingSettings
-    from rubriq.training.models import load_model, load_tokenizer, tiny_model
+    from rubriq.training.models import load_model, load_tokenizer
 
-    tokenizer = load_tokenizer(settings.model.name_or_path)
-    sft_dir = Path(settings.output_dir) / "sft"
-    if settings.sft.enabled and resume and (sft_dir / "model" / "config.json").is_file():
-        return tokenizer, load_model(str(sft_dir / "model"))
-    model = tiny_model(tokenizer) if settings.model.tiny else load_model(settings.model.name_or_path)
+    sft_model = Path(settings.output_dir) / "sft" / "model"
+    if settings.sft.enabled and resume and (sft_model / "config.json").is_file():
+        return load_tokenizer(settings.model.name_or_path), load_model(str(sft_model))
+    tokenizer, model = load_base(settings)
     if settings.sft.enabled:
-        from rubriq.training.sft import run_sft
-
-        model = run_sft(model, tokenizer, load_rows(settings), sft_dir, settings.sft.args,
-                        lora_kwargs(settings) if settings.sft.lora else None,
-                        callbacks=trainer_callbacks(Path(settings.output_dir), EarlyStoppingSettings(), phase="sft"))
-        model.save_pretrained(sft_dir / "model")
-        tokenizer.save_pretrained(sft_dir / "model")
+        model = warm_start(settings, tokenizer, model)
     return tokenizer, model
 
 
@@ -113,12 +135,49 @@ def build(settings, max_steps: int | None = None, resume: bool = False, policy=N
     if max_steps is not None:
         grpo["max_steps"] = max_steps
     return build_grpo_trainer(model, tokenizer, rows, rewards, grpo_args=grpo, lora=lora_kwargs(settings),
-                              reward_funcs=funcs,
+                              reward_funcs=funcs, shared_prompt_prefill=settings.shared_prompt_prefill,
                               callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo"))
+
+
+def warn_cpu_precision(settings) -> None:
+    """TRL defaults to bf16 and gradient checkpointing; on a CPU without bf16 units (no AMX /
+    AVX512-BF16) that makes a step ~20x slower.  Say so instead of silently crawling."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    sections = [("grpo", settings.grpo)] if settings.algorithm == "grpo" else []
+    if settings.sft.enabled:
+        sections.append(("sft.args", settings.sft.args))
+    for section, args in sections:
+        if args.get("bf16", True):
+            print(f"warning: {section}.bf16 is on (TRL's default) and there is no GPU: set bf16: false for CPU "
+                  "training (bf16 is emulated and very slow here)", file=sys.stderr)
+
+
+def write_run_info(settings) -> None:
+    """``output_dir/run_info.json``: devices and config, for compute cost (``rubriq report``)."""
+    import os
+    import time
+
+    import torch
+
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    out = Path(settings.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cuda = torch.cuda.is_available()
+    info = {"devices": int(os.environ.get("WORLD_SIZE", "1")), "device_type": "cuda" if cuda else "cpu",
+            "device_name": torch.cuda.get_device_name(0) if cuda else "cpu",
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "algorithm": settings.algorithm,
+            "reward": settings.reward.kind, "model": settings.model.name_or_path}
+    (out / "run_info.json").write_text(json.dumps(info, indent=2))
 
 
 def train(settings, max_steps: int | None = None, resume: bool = False) -> Path:
     """Run the whole entry point; return the folder of the final model."""
+    warn_cpu_precision(settings)
+    write_run_info(settings)
     output_dir = Path(settings.output_dir)
     checkpoint = last_checkpoint(output_dir) if resume else None
     if resume and checkpoint is None:

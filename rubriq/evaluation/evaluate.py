@@ -1,0 +1,112 @@
+"""``rubriq evaluate``: sample a policy on a dataset split, score, summarize (docs/metrics.md).
+
+Writes to the output folder: ``records.jsonl`` (every completion with its rubric result, so
+metrics can be recomputed without sampling: ``rubriq report``), ``summary.json`` (overall, per
+task family, per dataset, per T0 bucket, per output format) and, with ``baselines``, the
+compiler baselines on the same targets' reference circuits (``baselines.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rubriq.config import RubricConfig
+from rubriq.evaluation.metrics import DEFAULT_EPS, summarize, summarize_by
+
+TINY = "tiny"
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    model: str
+    dataset: str
+    split: str = "test"
+    samples: int = 1
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 0.95
+    batch_size: int = 8
+    max_prompts: int = 0
+    eps: float = DEFAULT_EPS
+    seed: int = 0
+
+
+def load_policy(name_or_path: str):
+    """(tokenizer, model) for a hub id, a folder (full model or PEFT adapter), ``embedded``, or
+    ``tiny`` (a random tiny model with the embedded tokenizer: tests)."""
+    from rubriq.training.models import EMBEDDED, load_model, load_tokenizer, tiny_model
+
+    if name_or_path == TINY:
+        tokenizer = load_tokenizer(EMBEDDED)
+        return tokenizer, tiny_model(tokenizer)
+    path = Path(name_or_path)
+    if (path / "adapter_config.json").is_file():
+        from peft import AutoPeftModelForCausalLM
+
+        model = AutoPeftModelForCausalLM.from_pretrained(str(path))
+        base = json.loads((path / "adapter_config.json").read_text())["base_model_name_or_path"]
+        tok_dir = path if (path / "tokenizer_config.json").is_file() else base
+        return load_tokenizer(str(tok_dir)), model
+    if path.is_dir() and not (path / "tokenizer_config.json").is_file():
+        return load_tokenizer(EMBEDDED), load_model(str(path))
+    return load_tokenizer(name_or_path), load_model(name_or_path)
+
+
+def summaries(records: list[dict], eps: float = DEFAULT_EPS, samples: int = 1) -> dict[str, Any]:
+    ks = tuple(k for k in (1, 5, 10) if k <= samples)
+    for r in records:
+        r.setdefault("dataset", r.get("dataset") or "synthesis")
+    return {"overall": summarize(records, eps, ks),
+            "by_family": summarize_by(records, "family", eps, ks),
+            "by_dataset": summarize_by(records, "dataset", eps, ks),
+            "by_bucket": summarize_by(records, "bucket", eps, ks),
+            "by_format": summarize_by(records, "format", eps, ks)}
+
+
+def run_evaluation(req: EvalRequest, out: str | Path, config: RubricConfig | None = None,
+                   baselines: tuple[str, ...] = ()) -> dict[str, Any]:
+    from rubriq.data.prompts import load_split
+    from rubriq.evaluation.sampling import generate, save_records, score
+
+    rows = load_split(req.dataset, req.split)
+    if req.max_prompts:
+        rows = rows[: req.max_prompts]
+    if not rows:
+        raise ValueError(f"split {req.split!r} of {req.dataset} is empty")
+    tokenizer, model = load_policy(req.model)
+    records = generate(model, tokenizer, rows, samples=req.samples, max_new_tokens=req.max_new_tokens,
+                       temperature=req.temperature, top_p=req.top_p, batch_size=req.batch_size, seed=req.seed)
+    records = score(records, config)
+    out = Path(out)
+    save_records(records, out / "records.jsonl")
+    summary = {"request": req.__dict__, **summaries(records, req.eps, req.samples)}
+    if baselines:
+        summary["baselines"] = baseline_rows(rows, baselines)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def baseline_rows(rows: list[dict], methods: tuple[str, ...]) -> list[dict]:
+    """The compiler baselines on the reference circuits of the evaluated targets (one per target)."""
+    from rubriq.baselines.runner import run_suite
+    from rubriq.data.suites import SuiteCircuit
+    from rubriq.extract.qasm import load_qasm
+
+    seen, circuits = set(), []
+    for r in rows:
+        if r["target"] in seen:
+            continue
+        seen.add(r["target"])
+        circuit = load_qasm(r["reference"])
+        circuits.append(SuiteCircuit(collection="prompts", name=r["id"].rsplit("-", 1)[0], circuit=circuit,
+                                     t0=int(r["t0"]), source=r["family"]))
+    out = []
+    for row in run_suite(circuits, list(methods), progress=False):
+        for m, res in row.results.items():
+            out.append({"circuit": row.circuit.name, "family": row.circuit.source, "t0": row.circuit.t0,
+                        "method": m, "t": res.t, "verified": res.verified,
+                        "compression": (row.circuit.t0 / res.t) if res.verified and res.t and row.circuit.t0 else None})
+    return out

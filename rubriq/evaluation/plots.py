@@ -1,0 +1,85 @@
+"""PNG figures with matplotlib (Agg backend: no display needed).
+
+Every figure has axis labels with units, a legend when it has more than one series, and a
+title that says what the data are.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable
+
+DIMENSIONS = ("clifford", "tcount", "hardware", "fidelity", "efficiency")
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def read_metrics(path: str | Path, phase: str | None = None) -> list[dict]:
+    """Rows of a ``metrics.jsonl`` (optionally one phase: sft, grpo, ppo) that carry a step log
+    (summary lines such as ``train_runtime`` are skipped)."""
+    rows = [json.loads(x) for x in Path(path).read_text(encoding="utf-8").splitlines() if x.strip()]
+    rows = [r for r in rows if "train_runtime" not in r]
+    return [r for r in rows if phase is None or r.get("phase", "grpo") == phase]
+
+
+def learning_curves(metrics: Iterable[dict], out: str | Path, title: str = "GRPO learning curves") -> Path:
+    """Total reward and the five rubric dimensions per step (one panel each)."""
+    plt = _pyplot()
+    rows = [r for r in metrics if "reward" in r]
+    if not rows:
+        raise ValueError("no logged reward in these metrics: nothing to plot")
+    steps = [r["step"] for r in rows]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+    ax1.plot(steps, [r["reward"] for r in rows], marker="o", label="reward R = sum w_d S_d")
+    if any("reward_std" in r for r in rows):
+        lo = [r["reward"] - (r.get("reward_std") or 0) for r in rows]
+        hi = [r["reward"] + (r.get("reward_std") or 0) for r in rows]
+        ax1.fill_between(steps, lo, hi, alpha=0.2, label="+/- 1 std within the group")
+    ax1.set(xlabel="training step", ylabel="mean reward (0-1)", title=title)
+    ax1.legend(loc="best", fontsize=8)
+    ax1.grid(alpha=0.3)
+    for dim in DIMENSIONS:
+        key = f"rewards/{dim}/mean"
+        pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
+        if pts:
+            ax2.plot(*zip(*pts), marker=".", label=f"S_{dim}")
+    ax2.set(xlabel="training step", ylabel="mean dimension score (0-1)", title="rubric dimensions")
+    ax2.set_ylim(-0.02, 1.02)
+    ax2.legend(loc="best", fontsize=8)
+    ax2.grid(alpha=0.3)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def phase_bars(summaries: dict[str, dict], out: str | Path, title: str = "Held-out prompts") -> Path:
+    """Parse rate, fraction F_avg >= 0.99 and mean reward per phase (before SFT, after SFT ...)."""
+    plt = _pyplot()
+    phases = list(summaries)
+    metrics = [("parse_rate", "parse rate"), ("correct_rate", "fraction F_avg >= 0.99"), ("mean_reward", "mean reward")]
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    width = 0.8 / len(metrics)
+    for i, (key, label) in enumerate(metrics):
+        xs = [p + i * width for p in range(len(phases))]
+        ax.bar(xs, [summaries[p].get(key) or 0.0 for p in phases], width, label=label)
+    ax.set_xticks([p + width for p in range(len(phases))], phases)
+    ax.set(ylabel="fraction / reward (0-1)", title=title, ylim=(0, 1.05))
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out

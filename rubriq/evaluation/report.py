@@ -1,0 +1,259 @@
+"""``rubriq report RUN_OR_EVAL_DIR... --out DIR``: markdown + self-contained HTML with PNG plots.
+
+A *training run* is a folder with ``metrics.jsonl`` (or ``train/metrics.jsonl``, as the
+quickstart writes); an *evaluation* is a folder with ``records.jsonl`` (``rubriq evaluate``,
+or ``eval_*.jsonl`` from the quickstart).  For training runs: learning curves, time-to-target
+(first logged step whose metric reaches the threshold; the paper uses C >= 3.3), compute cost
+(device-hours = wall time x devices, per phase, from ``train_runtime`` and ``run_info.json``),
+variant bars and, for runs named ``..._sens_<dim>_<plus|minus>NNN``, the weight-sensitivity
+table.  For evaluations: the metrics of docs/metrics.md, the F_avg-vs-compression scatter and
+the residual error per T0 bucket (Table VI).  The report is built as a list of blocks rendered
+twice, to markdown and to HTML (images embedded as base64), so both always say the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+from rubriq.evaluation.metrics import DEFAULT_EPS, is_correct
+from rubriq.evaluation.plots import _pyplot, learning_curves, read_metrics
+
+
+# -- loading ------------------------------------------------------------------------------------
+def find_metrics(folder: Path) -> Path | None:
+    for p in (folder / "metrics.jsonl", folder / "train" / "metrics.jsonl"):
+        if p.is_file():
+            return p
+    return None
+
+
+def find_records(folder: Path) -> list[tuple[str, Path]]:
+    if (folder / "records.jsonl").is_file():
+        return [(folder.name, folder / "records.jsonl")]
+    return [(f"{folder.name}: {p.stem.removeprefix('eval_').replace('_', ' ')}", p)
+            for p in sorted(folder.glob("eval_*.jsonl"))]
+
+
+def run_phases(metrics_path: Path) -> dict[str, float]:
+    """Wall seconds per phase from the trainer's summary lines (``train_runtime``)."""
+    out: dict[str, float] = {}
+    for line in metrics_path.read_text().splitlines():
+        row = json.loads(line)
+        if "train_runtime" in row:
+            out[row.get("phase", "grpo")] = out.get(row.get("phase", "grpo"), 0.0) + float(row["train_runtime"])
+    if "ppo" not in out:
+        ppo = [r for r in read_metrics(metrics_path, "ppo") if "step_time" in r]
+        if ppo:
+            out["ppo"] = sum(r["step_time"] for r in ppo)
+    return out
+
+
+def time_to_target(metrics: list[dict], key: str, threshold: float) -> dict[str, Any] | None:
+    """First logged step (and epoch) whose ``key`` is >= ``threshold``; None if never."""
+    for r in metrics:
+        v = r.get(key)
+        if v is not None and v >= threshold:
+            return {"step": r.get("step"), "epoch": r.get("epoch")}
+    return None
+
+
+def _last_mean(metrics: list[dict], key: str, n: int = 5) -> float | None:
+    vals = [r[key] for r in metrics if r.get(key) is not None][-n:]
+    return statistics.fmean(vals) if vals else None
+
+
+def training_summary(folder: Path, key: str, threshold: float) -> dict[str, Any]:
+    path = find_metrics(folder)
+    phase = "ppo" if read_metrics(path, "ppo") else "grpo"
+    metrics = read_metrics(path, phase)
+    info = {}
+    if (path.parent / "run_info.json").is_file():
+        info = json.loads((path.parent / "run_info.json").read_text())
+    devices = int(info.get("devices", 1))
+    phases = run_phases(path)
+    return {"name": folder.name, "algorithm": phase, "steps": len([m for m in metrics if "reward" in m]),
+            "final_reward": _last_mean(metrics, "reward"), "final_compression": _last_mean(metrics, "compression"),
+            "final_correct": _last_mean(metrics, "correct_rate"), "final_violation": _last_mean(metrics, "violation_rate"),
+            "target": time_to_target(metrics, key, threshold), "devices": devices,
+            "device_hours": {k: v * devices / 3600 for k, v in phases.items()}, "metrics": metrics}
+
+
+# -- plots --------------------------------------------------------------------------------------
+def scatter_fidelity_compression(records: list[dict], out: Path, eps: float = DEFAULT_EPS) -> Path | None:
+    """F_avg vs T0/T(c) per parsed completion; correct ones (F_avg >= 1 - eps) highlighted."""
+    pts = []
+    for r in records:
+        res = r.get("result", {})
+        if res.get("parsed") and res.get("average_fidelity") is not None and r.get("t0") and res.get("t_count"):
+            pts.append((r["t0"] / res["t_count"], res["average_fidelity"], is_correct(res, eps)))
+    if not pts:
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for ok, color, label in ((True, "tab:green", f"correct (F_avg >= {1 - eps:g})"), (False, "tab:red", "incorrect")):
+        sel = [(x, y) for x, y, c in pts if c == ok]
+        if sel:
+            ax.scatter(*zip(*sel), c=color, label=label, alpha=0.7, s=25)
+    ax.axhline(1 - eps, color="gray", linestyle=":", linewidth=1)
+    ax.axvline(1.0, color="gray", linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set(xlabel="T0 / T(c) (> 1: fewer T gates than the reference)", ylabel="average gate fidelity F_avg",
+           title="Fidelity vs T-count compression per completion")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def variant_bars(runs: list[dict], out: Path) -> Path:
+    plt = _pyplot()
+    names = [r["name"] for r in runs]
+    panels = (("final_compression", "compression C (last 5 logs)"), ("final_violation", "violation rate V"),
+              ("steps_to_target", "steps to target"))
+    fig, axes = plt.subplots(1, 3, figsize=(max(9, 1.2 * len(names) * 3), 3.8))
+    for ax, (key, label) in zip(axes, panels):
+        vals = [((r["target"] or {}).get("step") if key == "steps_to_target" else r.get(key)) for r in runs]
+        ax.bar(range(len(names)), [v if v is not None else 0 for v in vals], color="tab:blue")
+        for i, v in enumerate(vals):
+            if v is None:
+                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+        ax.set(ylabel=label, title=label)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+# -- report blocks ------------------------------------------------------------------------------
+def _f(v: Any, d: int = 3) -> str:
+    return "-" if v is None else (f"{v:.{d}f}" if isinstance(v, float) else str(v))
+
+
+def bucket_table(records: list[dict], eps: float) -> list[list[str]]:
+    """Table VI: residual error 1 - F_avg and correctness per T0 bucket."""
+    rows = []
+    groups: dict[str, list[dict]] = {}
+    for r in records:
+        groups.setdefault(str(r.get("bucket")), []).append(r)
+    for bucket, recs in sorted(groups.items()):
+        fids = [r["result"]["average_fidelity"] for r in recs if r["result"].get("average_fidelity") is not None]
+        rows.append([bucket, str(len(recs)), _f(statistics.fmean(1 - f for f in fids) if fids else None, 4),
+                     _f(sum(is_correct(r["result"], eps) for r in recs) / len(recs), 2)])
+    return rows
+
+
+def build(inputs: list[Path], out: Path, key: str = "reward", threshold: float = 0.5,
+          eps: float = DEFAULT_EPS) -> list[tuple]:
+    from rubriq.evaluation.evaluate import summaries
+    from rubriq.evaluation.sampling import load_records
+
+    out.mkdir(parents=True, exist_ok=True)
+    blocks: list[tuple] = [("h1", "RubriQ report"),
+                           ("p", "Inputs: " + ", ".join(str(p) for p in inputs) + f". Correct: F_avg >= {1 - eps:g}; "
+                            "C = T0/T(c) over correct circuits only (docs/metrics.md).")]
+    runs = [training_summary(p, key, threshold) for p in inputs if find_metrics(p)]
+    if runs:
+        blocks.append(("h2", "Training runs"))
+        blocks.append(("table", ["run", "algorithm", "steps", "reward (last 5)", "C (last 5)", "correct (last 5)",
+                                 "V (last 5)", f"first step with {key} >= {threshold:g}", "device-hours by phase"],
+                       [[r["name"], r["algorithm"], str(r["steps"]), _f(r["final_reward"]), _f(r["final_compression"], 2),
+                         _f(r["final_correct"], 2), _f(r["final_violation"], 2),
+                         _f((r["target"] or {}).get("step")) + (f" (epoch {r['target']['epoch']:.2f})"
+                                                               if r["target"] and r["target"].get("epoch") else ""),
+                         ", ".join(f"{k} {v:.4f}" for k, v in r["device_hours"].items()) or "-"] for r in runs]))
+        for r in runs:
+            if any("reward" in m for m in r["metrics"]):
+                png = learning_curves(r["metrics"], out / f"curves_{_slug(r['name'])}.png",
+                                      title=f"{r['name']}: learning curves")
+                blocks.append(("img", png.name, f"learning curves of {r['name']}"))
+        if len(runs) > 1:
+            blocks.append(("img", variant_bars(runs, out / "variants.png").name, "variants"))
+        sens = [r for r in runs if re.search(r"sens_([a-z]+)_(plus|minus)(\d+)$", r["name"])]
+        if sens:
+            rows = []
+            for r in sens:
+                dim, sign, step = re.search(r"sens_([a-z]+)_(plus|minus)(\d+)$", r["name"]).groups()
+                rows.append([dim, ("+" if sign == "plus" else "-") + f"{int(step) / 100:.2f}", _f(r["final_reward"]),
+                             _f(r["final_compression"], 2), _f(r["final_correct"], 2)])
+            blocks += [("h2", "Weight sensitivity (Table IV)"),
+                       ("table", ["weight", "change", "reward", "C", "correct"], sorted(rows))]
+    evals = [(name, path) for p in inputs for name, path in find_records(p)]
+    if evals:
+        blocks.append(("h2", "Evaluations"))
+        table = []
+        for name, path in evals:
+            s = summaries(load_records(path), eps)["overall"]
+            table.append([name, str(s["completions"]), _f(s["parse_rate"], 2), _f(s["mean_fidelity"]),
+                          _f(s["correct_rate"], 2), _f(s["compression"], 2), _f(s["mntc"], 3),
+                          _f(s["violation_rate"], 2), _f(s.get("pass@1"), 2), _f(s["mean_reward"])])
+        blocks.append(("table", ["evaluation", "completions", "parse rate", "mean F_avg", "correct", "C (correct only)",
+                                 "MNTC", "V", "pass@1", "mean reward"], table))
+        for name, path in evals:
+            records = load_records(path)
+            blocks += [("h3", f"{name}: residual error by T0 bucket (Table VI)"),
+                       ("table", ["T0 bucket", "completions", "mean 1 - F_avg", "correct"], bucket_table(records, eps))]
+            png = scatter_fidelity_compression(records, out / f"scatter_{_slug(name)}.png", eps)
+            if png:
+                blocks.append(("img", png.name, f"F_avg vs compression, {name}"))
+    if not runs and not evals:
+        raise ValueError("no training run (metrics.jsonl) or evaluation (records.jsonl) in " +
+                         ", ".join(map(str, inputs)))
+    return blocks
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_")
+
+
+def to_markdown(blocks: list[tuple]) -> str:
+    lines = []
+    for b in blocks:
+        if b[0] in ("h1", "h2", "h3"):
+            lines += ["#" * int(b[0][1]) + " " + b[1], ""]
+        elif b[0] == "p":
+            lines += [b[1], ""]
+        elif b[0] == "table":
+            lines += ["| " + " | ".join(b[1]) + " |", "|" + "---|" * len(b[1])]
+            lines += ["| " + " | ".join(r) + " |" for r in b[2]] + [""]
+        elif b[0] == "img":
+            lines += [f"![{b[2]}]({b[1]})", ""]
+    return "\n".join(lines)
+
+
+def to_html(blocks: list[tuple], folder: Path) -> str:
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>RubriQ report</title><style>"
+             "body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f4f4f4}"
+             "img{max-width:100%}</style></head><body>"]
+    for b in blocks:
+        if b[0] in ("h1", "h2", "h3"):
+            parts.append(f"<{b[0]}>{html.escape(b[1])}</{b[0]}>")
+        elif b[0] == "p":
+            parts.append(f"<p>{html.escape(b[1])}</p>")
+        elif b[0] == "table":
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in b[1])
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in b[2])
+            parts.append(f"<table><tr>{head}</tr>{body}</table>")
+        elif b[0] == "img":
+            data = base64.b64encode((folder / b[1]).read_bytes()).decode()
+            parts.append(f"<img alt='{html.escape(b[2])}' src='data:image/png;base64,{data}'>")
+    return "".join(parts) + "</body></html>"
+
+
+def write_report(inputs: list[str | Path], out: str | Path, key: str = "reward", threshold: float = 0.5,
+                 eps: float = DEFAULT_EPS) -> tuple[Path, Path]:
+    out = Path(out)
+    blocks = build([Path(p) for p in inputs], out, key, threshold, eps)
+    md, page = out / "report.md", out / "report.html"
+    md.write_text(to_markdown(blocks))
+    page.write_text(to_html(blocks, out))
+    return md, page

@@ -1,0 +1,80 @@
+"""Sample a model on prompt rows and score the completions with the rubric.
+
+A *record* (one completion) is a JSON-ready dict: ``prompt_id``, ``family``, ``format``,
+``bucket``, ``t0``, ``sample``, ``text`` and, once scored, ``result``
+(``EvaluationResult.to_dict()`` without the circuit).  Records are saved as JSONL so that
+metrics and reports can be recomputed without sampling again (``metrics.py``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from rubriq.config import RubricConfig
+
+
+def generate(model: Any, tokenizer: Any, rows: list[dict], samples: int = 1, max_new_tokens: int = 256,
+             temperature: float = 0.0, top_p: float = 1.0, batch_size: int = 8, seed: int = 0,
+             progress: bool = True, description: str = "sampling") -> list[dict]:
+    """``samples`` completions per row (greedy when ``temperature`` is 0), batched, left-padded."""
+    import torch
+    from rich.progress import Progress
+
+    if samples < 1:
+        raise ValueError("samples must be >= 1")
+    if temperature == 0 and samples > 1:
+        raise ValueError("greedy decoding (temperature 0) gives one distinct sample; set a temperature > 0")
+    torch.manual_seed(seed)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    jobs = [(row, k) for row in rows for k in range(samples)]
+    records: list[dict] = []
+    model.eval()
+    try:
+        with Progress(transient=True, disable=not progress) as bar, torch.no_grad():
+            task = bar.add_task(description, total=len(jobs))
+            for start in range(0, len(jobs), batch_size):
+                chunk = jobs[start:start + batch_size]
+                texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
+                         for r, _ in chunk]
+                enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+                kwargs = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens,
+                          "pad_token_id": tokenizer.pad_token_id}
+                if temperature > 0:
+                    kwargs.update(temperature=temperature, top_p=top_p)
+                out = model.generate(**enc, **kwargs)
+                decoded = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+                for (row, k), text in zip(chunk, decoded):
+                    records.append({"prompt_id": row.get("id"), "family": row.get("family"),
+                                    "format": row.get("format"), "bucket": row.get("bucket"), "t0": row.get("t0"),
+                                    "target": row.get("target"), "sample": k, "text": text})
+                bar.update(task, advance=len(chunk))
+    finally:
+        tokenizer.padding_side = side
+    return records
+
+
+def score(records: list[dict], config: RubricConfig | None = None, workers: int = 1) -> list[dict]:
+    """Add the rubric ``result`` to each record (each distinct (target, text) scored once)."""
+    from rubriq.training.rewards import RubricRewards
+
+    rewards = RubricRewards(config, workers=workers)
+    results = rewards.results([r["text"] for r in records], [r["target"] for r in records])
+    return [{**r, "result": res.to_dict()} for r, res in zip(records, results)]
+
+
+def save_records(records: Iterable[dict], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r) + "\n")
+    return path
+
+
+def load_records(path: str | Path) -> list[dict]:
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [json.loads(x) for x in lines if x.strip()]

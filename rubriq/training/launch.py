@@ -1,0 +1,89 @@
+"""Build (and run) the training command for one process, ``accelerate launch`` or Slurm.
+
+The paper's multi-GPU command is
+
+    accelerate launch --num_processes 4 rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml
+
+and multi-node adds ``--config_file configs/accelerate/deepspeed_zero2.yaml --num_machines 2
+--machine_rank R --main_process_ip HOST`` (``scripts/submit_rubriq_perlmutter.slurm``).
+:func:`launch_command` writes these commands; ``rubriq train run --dry-run`` prints them
+without running anything, which is how they are tested on a machine without GPUs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().with_name("train_rubriq.py")
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    launcher: str = "python"
+    """python (one process, the CPU path) or accelerate."""
+    num_processes: int = 1
+    """Processes in total (GPUs over all machines)."""
+    num_machines: int = 1
+    machine_rank: int = 0
+    main_process_ip: str | None = None
+    main_process_port: int = 29500
+    accelerate_config: str | None = None
+    """An accelerate config file, e.g. configs/accelerate/deepspeed_zero2.yaml."""
+
+
+def launch_command(config: str | Path, launch: LaunchSettings = LaunchSettings(), resume: bool = False,
+                   max_steps: int | None = None, script: str | Path = SCRIPT) -> list[str]:
+    """The argv that trains ``config`` under ``launch``."""
+    tail = [str(script), "--rubriq_config", str(config)]
+    if resume:
+        tail.append("--resume")
+    if max_steps is not None:
+        tail += ["--max_steps", str(max_steps)]
+    if launch.launcher == "python":
+        if launch.num_processes != 1 or launch.num_machines != 1:
+            raise ValueError("the python launcher runs one process: use --launcher accelerate")
+        return [sys.executable, *tail]
+    if launch.launcher != "accelerate":
+        raise ValueError(f"unknown launcher {launch.launcher!r}: use python or accelerate")
+    cmd = ["accelerate", "launch"]
+    if launch.accelerate_config:
+        cmd += ["--config_file", str(launch.accelerate_config)]
+    cmd += ["--num_processes", str(launch.num_processes)]
+    if launch.num_machines > 1:
+        if not launch.main_process_ip:
+            raise ValueError("multi-node training needs --main-process-ip (the rank-0 host)")
+        cmd += ["--num_machines", str(launch.num_machines), "--machine_rank", str(launch.machine_rank),
+                "--main_process_ip", launch.main_process_ip, "--main_process_port", str(launch.main_process_port)]
+    return cmd + tail
+
+
+def check_runnable(launch: LaunchSettings) -> None:
+    """Fail with a clear message when the launch cannot work on this machine."""
+    if launch.launcher != "accelerate":
+        return
+    if importlib.util.find_spec("accelerate") is None:
+        raise RuntimeError("accelerate is not installed: pip install 'rubriq[train]'")
+    cfg = Path(launch.accelerate_config) if launch.accelerate_config else None
+    if cfg is not None:
+        if not cfg.is_file():
+            raise FileNotFoundError(f"accelerate config {cfg} not found")
+        if "DEEPSPEED" in cfg.read_text(encoding="utf-8") and importlib.util.find_spec("deepspeed") is None:
+            raise RuntimeError(f"{cfg} uses DeepSpeed, which is not installed: pip install 'rubriq[gpu]' on a "
+                               "CUDA machine")
+    try:
+        import torch
+
+        gpus = torch.cuda.device_count()
+    except ImportError:
+        gpus = 0
+    if gpus == 0 and launch.num_processes > 1:
+        raise RuntimeError(f"{launch.num_processes} processes need GPUs and this machine has none; "
+                           "print the command with --dry-run, or train on CPU with --launcher python")
+
+
+def as_shell(cmd: list[str]) -> str:
+    return shlex.join(cmd)

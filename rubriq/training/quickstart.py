@@ -1,0 +1,148 @@
+"""``rubriq quickstart``: the whole pipeline on a laptop CPU, end to end, in minutes.
+
+Top to bottom (``configs/quickstart_cpu.yaml``): prepare the embedded SmolLM2-135M-Instruct;
+build a small prompt dataset with a held-out split; evaluate the base model on the held-out
+prompts; SFT warm-start on the training references; evaluate; a few GRPO steps with the rubric
+reward; evaluate; write ``report.md`` (parse rate, mean reward, fraction F_avg >= 0.99 per
+phase; GRPO step-time breakdown), ``reward_curve.png``, ``phases.png``, the scored completions
+of each phase (JSONL) and ``summary.json`` under the output folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "quickstart_cpu.yaml"
+PHASES = ("before SFT", "after SFT", "after GRPO")
+
+
+def _say(console, message: str) -> None:
+    if console is not None:
+        console.print(message)
+
+
+def evaluate_policy(settings, model, tokenizer, rows: list[dict], label: str) -> list[dict]:
+    from rubriq.evaluation.sampling import generate, score
+
+    e = settings.evaluation
+    records = generate(model, tokenizer, rows, samples=e.samples, max_new_tokens=e.max_new_tokens,
+                       temperature=e.temperature, top_p=e.top_p, batch_size=e.batch_size,
+                       description=f"evaluating {label}")
+    return score(records, settings.rubric)
+
+
+def step_breakdown(metrics: list[dict]) -> dict[str, float]:
+    """Mean seconds per GRPO step: total and its generation / reward / update parts."""
+    keys = {"step": "step_time", "generation": "timing/generation_s", "reward": "timing/reward_s",
+            "update": "timing/update_s", "tokens_per_s": "tokens_per_s",
+            "completion_tokens": "completions/mean_length"}
+    out = {}
+    for name, key in keys.items():
+        values = [m[key] for m in metrics if m.get(key) is not None]
+        if values:
+            out[name] = statistics.fmean(values)
+    return out
+
+
+def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickstart", max_steps: int | None = None,
+        console: Any = None) -> Path:
+    """Run the quickstart; return the path of the report."""
+    from rubriq.evaluation.metrics import summarize
+    from rubriq.evaluation.plots import learning_curves, phase_bars, read_metrics
+    from rubriq.evaluation.sampling import save_records
+    from rubriq.training.config import TrainSettings
+    from rubriq.training.models import EMBEDDED, prepare_embedded
+    from rubriq.training.train_rubriq import build, load_base, load_rows, warm_start, write_run_info
+
+    out = Path(out_dir)
+    settings = TrainSettings.from_yaml(config)
+    settings = dataclasses.replace(settings, output_dir=str(out / "train"),
+                                   data=dataclasses.replace(settings.data, dataset=str(out / "data")))
+    if not settings.sft.enabled:
+        raise ValueError(f"{config}: the quickstart needs sft.enabled: true")
+    (out / "train" / "metrics.jsonl").unlink(missing_ok=True)
+    write_run_info(settings)
+    seconds: dict[str, float] = {}
+    t = time.perf_counter()
+    if settings.model.name_or_path == EMBEDDED and not settings.model.tiny:
+        _say(console, "[bold]1/6[/] preparing the embedded SmolLM2-135M-Instruct (once; cached afterwards)")
+        prepare_embedded()
+    train_rows = load_rows(settings)
+    eval_rows = load_rows(settings, settings.evaluation.split)
+    tokenizer, model = load_base(settings)
+    seconds["prepare"] = time.perf_counter() - t
+    _say(console, f"    {len(train_rows)} training prompts, {len(eval_rows)} held-out prompts")
+
+    summaries: dict[str, dict] = {}
+
+    def evaluate(label: str, step: str) -> None:
+        _say(console, f"[bold]{step}[/] evaluating {label} on the held-out prompts")
+        start = time.perf_counter()
+        records = evaluate_policy(settings, model, tokenizer, eval_rows, label)
+        save_records(records, out / f"eval_{label.replace(' ', '_').lower()}.jsonl")
+        summaries[label] = summarize(records, ks=(1,))
+        seconds[f"eval {label}"] = time.perf_counter() - start
+        s = summaries[label]
+        _say(console, f"    parse rate {s['parse_rate']:.2f}, mean reward {s['mean_reward']:.3f}, "
+                      f"F_avg >= 0.99: {s['correct_rate']:.2f}")
+
+    evaluate(PHASES[0], "2/6")
+    _say(console, "[bold]3/6[/] SFT warm-start on the training references")
+    start = time.perf_counter()
+    model = warm_start(settings, tokenizer, model)
+    seconds["sft"] = time.perf_counter() - start
+    evaluate(PHASES[1], "4/6")
+    _say(console, "[bold]5/6[/] GRPO with the rubric reward")
+    start = time.perf_counter()
+    trainer = build(settings, max_steps=max_steps, policy=(tokenizer, model))
+    trainer.train()
+    trainer.save_model(str(out / "train" / "final"))
+    model = trainer.model
+    seconds["grpo"] = time.perf_counter() - start
+    evaluate(PHASES[2], "6/6")
+
+    metrics = read_metrics(out / "train" / "metrics.jsonl", phase="grpo")
+    breakdown = step_breakdown(metrics)
+    learning_curves(metrics, out / "reward_curve.png", title="Quickstart GRPO (embedded 135M, CPU)")
+    phase_bars(summaries, out / "phases.png", title=f"Held-out prompts ({len(eval_rows)}), greedy decoding")
+    summary = {"config": str(config), "summaries": summaries, "seconds": seconds, "grpo_step": breakdown,
+               "train_prompts": len(train_rows), "eval_prompts": len(eval_rows), "grpo_steps": len(metrics)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    report = write_report(out, summary, settings)
+    _say(console, f"[green]report:[/] {report}")
+    return report
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    return "-" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))
+
+
+def write_report(out: Path, summary: dict, settings) -> Path:
+    lines = ["# RubriQ quickstart", "",
+             f"Model: {settings.model.name_or_path}; {summary['train_prompts']} training prompts, "
+             f"{summary['eval_prompts']} held-out prompts (greedy decoding, "
+             f"{settings.evaluation.max_new_tokens} new tokens at most); {summary['grpo_steps']} GRPO steps with "
+             f"N = {settings.grpo.get('num_generations', 8)} completions per prompt.", "",
+             "| phase | parse rate | mean reward | F_avg >= 0.99 | mean F_avg | C over correct | mean T |",
+             "|---|---|---|---|---|---|---|"]
+    for phase, s in summary["summaries"].items():
+        lines.append(f"| {phase} | {_fmt(s['parse_rate'], 2)} | {_fmt(s['mean_reward'])} | {_fmt(s['correct_rate'], 2)}"
+                     f" | {_fmt(s['mean_fidelity'])} | {_fmt(s['compression'], 2)} | {_fmt(s['mean_t_count'], 1)} |")
+    b = summary["grpo_step"]
+    lines += ["", "C = T0 / T(c) over correct circuits only (docs/metrics.md).", "",
+              "## GRPO step time (seconds, mean over steps)", "",
+              "| step | generation | reward | update | completion tokens | tokens/s |", "|---|---|---|---|---|---|",
+              f"| {_fmt(b.get('step'), 1)} | {_fmt(b.get('generation'), 1)} | {_fmt(b.get('reward'), 2)} | "
+              f"{_fmt(b.get('update'), 1)} | {_fmt(b.get('completion_tokens'), 0)} | {_fmt(b.get('tokens_per_s'), 1)} |",
+              "", "## Wall time per phase (seconds)", "",
+              "| " + " | ".join(summary["seconds"]) + " |", "|" + "---|" * len(summary["seconds"]),
+              "| " + " | ".join(f"{v:.0f}" for v in summary["seconds"].values()) + " |", "",
+              "![reward curve](reward_curve.png)", "", "![phases](phases.png)", ""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    return path

@@ -1,0 +1,104 @@
+"""The paper's baselines, ablations and weight-sensitivity grid as configs of one entry point.
+
+Every variant is a small YAML file that starts with ``base: <the paper's config>`` and states
+only what it changes (``rubriq.training.config.load_with_base``):
+
+* ``sparse_grpo``: the same GRPO optimizer with one terminal scalar, 1/T(c) for a correct
+  circuit (``reward.kind: sparse_inverse_t``);
+* ``sparse_ppo``: PPO with a value head and the same terminal reward (``algorithm: ppo``);
+* ``no_w_H``, ``no_w_T``, ``no_w_E``: one rubric weight set to 0, the others rescaled to sum
+  to 1 in their original proportions (Table V's ablations);
+* ``sens_<dim>_plus005`` / ``_minus005``: w_dim +/- 0.05, the other weights rescaled
+  proportionally so the sum stays 1 (Appendix E, Table IV).
+
+>>> w = {"clifford": 0.2, "tcount": 0.15, "hardware": 0.15, "fidelity": 0.4, "efficiency": 0.1}
+>>> drop_weight(w, "hardware")["fidelity"]
+0.470588
+>>> shift_weight(w, "fidelity", 0.05)["fidelity"], shift_weight(w, "fidelity", 0.05)["clifford"]
+(0.45, 0.183333)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rubriq.config import ConfigError, RubricWeights
+
+ABLATIONS = {"no_w_H": "hardware", "no_w_T": "tcount", "no_w_E": "efficiency"}
+DIGITS = 6
+
+
+def _rounded(weights: dict[str, float]) -> dict[str, float]:
+    """Round to DIGITS decimals and put the rounding residue on the largest weight, so the
+    YAML shows short numbers that still sum to 1 within RubricWeights' tolerance."""
+    out = {k: round(v, DIGITS) for k, v in weights.items()}
+    largest = max(out, key=out.get)
+    out[largest] = round(out[largest] + 1.0 - sum(out.values()), DIGITS)
+    RubricWeights(**out)
+    return out
+
+
+def drop_weight(weights: dict[str, float], dim: str) -> dict[str, float]:
+    """w_dim = 0; the others rescaled to sum to 1."""
+    if dim not in weights:
+        raise ConfigError(f"unknown dimension {dim!r}")
+    rest = sum(v for k, v in weights.items() if k != dim)
+    if rest <= 0:
+        raise ConfigError(f"cannot drop {dim}: no other weight is positive")
+    return _rounded({k: (0.0 if k == dim else v / rest) for k, v in weights.items()})
+
+
+def shift_weight(weights: dict[str, float], dim: str, delta: float) -> dict[str, float]:
+    """w_dim + delta; the others rescaled proportionally so that the sum stays 1."""
+    new = weights[dim] + delta
+    rest = 1.0 - weights[dim]
+    if not 0.0 <= new <= 1.0 or rest <= 0:
+        raise ConfigError(f"w_{dim} = {weights[dim]} cannot move by {delta}")
+    scale = (1.0 - new) / rest
+    return _rounded({k: (new if k == dim else v * scale) for k, v in weights.items()})
+
+
+# GRPOConfig field -> the PPOSettings field that Sparse-PPO copies from the base config, so
+# both baselines sample and learn with the same settings
+SHARED_WITH_PPO = {"learning_rate": "learning_rate", "max_completion_length": "max_new_tokens",
+                   "temperature": "temperature", "top_p": "top_p", "seed": "seed", "save_steps": "save_steps"}
+
+
+def variant_overrides(weights: dict[str, float], delta: float = 0.05,
+                      grpo: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Variant name -> the YAML sections it overrides (``grpo``: the base's GRPO section)."""
+    ppo = {dst: (grpo or {})[src] for src, dst in SHARED_WITH_PPO.items() if src in (grpo or {})}
+    out: dict[str, dict[str, Any]] = {
+        "sparse_grpo": {"reward": {"kind": "sparse_inverse_t"}},
+        "sparse_ppo": {"algorithm": "ppo", "reward": {"kind": "sparse_inverse_t"}, **({"ppo": ppo} if ppo else {})},
+    }
+    for name, dim in ABLATIONS.items():
+        out[name] = {"rubric": {"weights": drop_weight(weights, dim)}}
+    tag = f"{round(delta * 100):03d}"
+    for dim in weights:
+        for sign, label in ((1, "plus"), (-1, "minus")):
+            out[f"sens_{dim}_{label}{tag}"] = {"rubric": {"weights": shift_weight(weights, dim, sign * delta)}}
+    return out
+
+
+def write_variants(base: str | Path, out_dir: str | Path, delta: float = 0.05) -> list[Path]:
+    """Write one YAML per variant into ``out_dir``; each names ``base`` relative to itself."""
+    from rubriq.training.config import TrainSettings, load_with_base
+
+    base, out_dir = Path(base), Path(out_dir)
+    settings = TrainSettings.from_dict(load_with_base(base))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rel = Path(*([".."] * len(out_dir.resolve().relative_to(base.resolve().parent).parts))) / base.name \
+        if out_dir.resolve().is_relative_to(base.resolve().parent) else base.resolve()
+    paths = []
+    for name, override in variant_overrides(settings.rubric.weights.as_dict(), delta, settings.grpo).items():
+        doc = {"base": str(rel), "output_dir": f"{settings.output_dir}_{name}", **override}
+        path = out_dir / f"{name}.yaml"
+        header = (f"# Variant {name!r} of {base.name}, generated by `rubriq train variants` "
+                  "(rubriq/training/variants.py); do not edit by hand.\n")
+        path.write_text(header + yaml.safe_dump(doc, sort_keys=False))
+        paths.append(path)
+    return paths

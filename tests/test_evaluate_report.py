@@ -1,0 +1,127 @@
+"""rubriq evaluate / report / synthesize on real (tiny) runs and hand-made outputs."""
+
+import json
+
+import pytest
+import yaml
+
+pytest.importorskip("trl")
+
+SMALL = {"qft_sizes": [2], "qpe_sizes": [], "hamiltonian_sizes": [], "encoding_sizes": [2], "encoding_seeds": [0, 1],
+         "encodings": ["basis_encoding"], "formats": ["qasm2"], "prompt_style": "compact", "held_out": {},
+         "fractions": [0.0, 0.5]}
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A 2-step tiny GRPO run and its dataset (shared by the tests of this module)."""
+    import os
+
+    root = tmp_path_factory.mktemp("evalrep")
+    os.environ.setdefault("RUBRIQ_CACHE", str(root / "cache"))
+    from rubriq.training.train_rubriq import main
+
+    config = {"output_dir": str(root / "run_sens_tcount_plus005"), "model": {"name_or_path": "embedded", "tiny": True},
+              "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+              "data": {"dataset": str(root / "data"), "build": SMALL},
+              "grpo": {"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 6,
+                       "max_steps": 2, "logging_steps": 1, "save_strategy": "no", "use_cpu": True, "bf16": False,
+                       "gradient_checkpointing": False}}
+    (root / "train.yaml").write_text(yaml.safe_dump(config))
+    assert main(["--rubriq_config", str(root / "train.yaml")]) == 0
+    return root
+
+
+def reference_records(folder):
+    """Hand-made evaluation: each test prompt answered by its reference, and once by garbage."""
+    from rubriq.data.prompts import load_split
+    from rubriq.evaluation.sampling import save_records, score
+    from rubriq.training.sft import reference_completion
+
+    rows = load_split(folder / "data", "test")
+    records = []
+    for r in rows:
+        for k, text in enumerate((reference_completion(r), "no circuit")):
+            records.append({"prompt_id": r["id"], "family": r["family"], "format": r["format"], "bucket": r["bucket"],
+                            "t0": r["t0"], "target": r["target"], "sample": k, "text": text})
+    records = score(records)
+    save_records(records, folder / "handmade" / "records.jsonl")
+    return records
+
+
+def test_evaluate_with_the_tiny_model_writes_records_and_summaries(workspace, tmp_path):
+    from rubriq.evaluation.evaluate import EvalRequest, run_evaluation
+    from rubriq.evaluation.sampling import load_records
+
+    req = EvalRequest(model="tiny", dataset=str(workspace / "data"), split="test", samples=2, temperature=1.0,
+                      max_new_tokens=8)
+    summary = run_evaluation(req, tmp_path / "eval")
+    records = load_records(tmp_path / "eval" / "records.jsonl")
+    n_rows = len([x for x in (workspace / "data" / "test.jsonl").read_text().splitlines() if x.strip()])
+    assert len(records) == 2 * n_rows and summary["overall"]["completions"] == 2 * n_rows
+    assert summary["overall"]["parse_rate"] == 0.0 and summary["overall"]["pass@1"] == 0.0  # random weights
+    assert set(summary["by_family"]) <= {"qft", "encoding"} and "by_bucket" in summary
+
+
+def test_report_from_a_training_run_and_an_evaluation(workspace, tmp_path):
+    from rubriq.evaluation.report import write_report
+
+    records = reference_records(workspace)
+    assert sum(r["result"]["parsed"] for r in records) == len(records) // 2
+    md, page = write_report([workspace / "run_sens_tcount_plus005", workspace / "handmade"], tmp_path / "rep",
+                            key="reward", threshold=-1.0)
+    text = md.read_text()
+    assert "Training runs" in text and "Weight sensitivity" in text and "Evaluations" in text
+    assert "| handmade | " in text and "| 0.50 |" in text  # half of the hand-made completions are correct
+    assert "residual error by T0 bucket" in text
+    pngs = sorted(p.name for p in (tmp_path / "rep").glob("*.png"))
+    assert any(p.startswith("curves_") for p in pngs) and any(p.startswith("scatter_") for p in pngs)
+    html = page.read_text()
+    assert html.count("data:image/png;base64,") == len(pngs) and "<table>" in html
+    run_info = json.loads((workspace / "run_sens_tcount_plus005" / "run_info.json").read_text())
+    assert run_info["devices"] == 1 and "device-hours" in text
+    with pytest.raises(ValueError, match="no training run"):
+        write_report([tmp_path / "empty"], tmp_path / "rep2")
+
+
+def test_synthesize_understands_specs_and_says_what_it_understands():
+    from rubriq.evaluation.synthesize import SpecNotUnderstood, target_from_text
+
+    t = target_from_text("Synthesize a 4-qubit QFT circuit with few T gates, in OpenQASM 2.0")
+    assert (t.name, t.num_qubits) == ("qft", 4)
+    assert target_from_text("an inverse quantum Fourier transform on 3 qubits").spec()["inverse"] is True
+    assert target_from_text("2-qubit Heisenberg evolution for time t=0.5").spec()["t"] == 0.5
+    with pytest.raises(SpecNotUnderstood, match="QFT"):
+        target_from_text("make me a sandwich")
+
+
+def test_synthesize_cli_with_the_tiny_model(workspace):
+    from typer.testing import CliRunner
+
+    from rubriq.cli import app
+
+    res = CliRunner().invoke(app, ["synthesize", "Synthesize a 2-qubit QFT circuit", "--model", "tiny", "-n", "2",
+                                   "--max-new-tokens", "8"])
+    assert res.exit_code == 1 and "no functionally correct circuit among 2 candidates" in res.output
+    res = CliRunner().invoke(app, ["synthesize", "a poem about qubits"])
+    assert res.exit_code == 2 and "understand" in res.output
+
+
+def test_verified_post_pass_keeps_only_better_equivalent_circuits():
+    from qiskit import QuantumCircuit
+
+    from rubriq.evaluation.synthesize import post_pass
+    from rubriq.evaluator import RubriQEvaluator
+
+    ev = RubriQEvaluator(target_algorithm="qft", num_qubits=2)
+    wasteful = QuantumCircuit(2)
+    wasteful.h(1)
+    wasteful.cp(3.141592653589793 / 2, 1, 0)
+    wasteful.t(0)
+    wasteful.tdg(0)  # two T gates that cancel
+    wasteful.h(0)
+    wasteful.swap(0, 1)
+    base = ev.evaluate_circuit(wasteful)
+    better = post_pass(wasteful, ev)
+    assert better is not None and better["result"]["average_fidelity"] > 0.99
+    assert better["result"]["t_count"] < base.t_count

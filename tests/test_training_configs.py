@@ -1,0 +1,152 @@
+"""Every shipped training config loads; variants are generated programmatically and match the
+committed files; launcher and Slurm dry runs build the paper's commands; early stopping."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("trl")
+
+from rubriq.config import ConfigError  # noqa: E402
+from rubriq.training.callbacks import EarlyStopper  # noqa: E402
+from rubriq.training.config import EarlyStoppingSettings, TrainSettings  # noqa: E402
+from rubriq.training.launch import LaunchSettings, launch_command  # noqa: E402
+from rubriq.training.variants import drop_weight, shift_weight, variant_overrides, write_variants  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_W = {"clifford": 0.20, "tcount": 0.15, "hardware": 0.15, "fidelity": 0.40, "efficiency": 0.10}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").rglob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_config_loads(path):
+    if path.parent.name == "accelerate":
+        from accelerate.commands.config.config_args import ClusterConfig
+
+        cfg = ClusterConfig.from_yaml_file(str(path))
+        assert cfg.distributed_type.value == "DEEPSPEED" and cfg.deepspeed_config["zero_stage"] == 2
+        assert str(getattr(cfg.mixed_precision, "value", cfg.mixed_precision)) == "bf16"
+    elif path.name == "rubric_default.yaml":
+        pytest.skip("rubric config: tested in test_evaluator")
+    else:
+        TrainSettings.from_yaml(path)
+
+
+def test_quickstart_config_fits_a_cpu():
+    s = TrainSettings.from_yaml(ROOT / "configs" / "quickstart_cpu.yaml")
+    assert s.model.name_or_path == "embedded" and s.sft.enabled
+    assert s.grpo["num_generations"] == 8  # N is not lowered for the CPU
+    assert s.grpo["bf16"] is False and s.sft.args["bf16"] is False
+    assert s.data.build["prompt_style"] == "compact"
+
+
+def test_gpu_config_inherits_table_iii_and_turns_on_vllm():
+    s = TrainSettings.from_yaml(ROOT / "configs" / "rubriq_grpo_gpu.yaml")
+    assert s.grpo["use_vllm"] is True and s.grpo["vllm_mode"] == "colocate"
+    assert s.grpo["num_generations"] == 8 and s.lora.r == 64  # from the base file
+
+
+def test_base_chain_errors(tmp_path):
+    (tmp_path / "a.yaml").write_text("base: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
+    with pytest.raises(ConfigError, match="circular"):
+        TrainSettings.from_yaml(tmp_path / "a.yaml")
+    with pytest.raises(ConfigError, match="SFTConfig"):
+        TrainSettings.from_dict({"sft": {"args": {"learning_rat": 1}}})
+    with pytest.raises(ConfigError, match="PPOSettings"):
+        TrainSettings.from_dict({"ppo": {"clip": 0.2}})
+
+
+def test_ablation_and_sensitivity_weights_are_hand_checkable():
+    no_h = drop_weight(PAPER_W, "hardware")
+    assert no_h["hardware"] == 0.0 and sum(no_h.values()) == pytest.approx(1.0)
+    assert no_h["clifford"] / no_h["fidelity"] == pytest.approx(0.20 / 0.40, rel=1e-5)  # proportions kept
+    up = shift_weight(PAPER_W, "tcount", 0.05)
+    assert up["tcount"] == pytest.approx(0.20) and sum(up.values()) == pytest.approx(1.0)
+    assert up["fidelity"] == pytest.approx(0.40 * 0.80 / 0.85, abs=1e-6)
+    grid = variant_overrides(PAPER_W)
+    assert len([k for k in grid if k.startswith("sens_")]) == 10  # 5 dimensions x (+, -)
+    assert grid["sparse_ppo"] == {"algorithm": "ppo", "reward": {"kind": "sparse_inverse_t"}}
+    with pytest.raises(ConfigError):
+        shift_weight(dict(PAPER_W, efficiency=0.0, fidelity=0.5), "efficiency", -0.05)
+
+
+def test_committed_variants_are_exactly_what_the_generator_writes(tmp_path):
+    written = write_variants(ROOT / "configs" / "rubriq_grpo.yaml", tmp_path / "configs" / "variants")
+    committed = ROOT / "configs" / "variants"
+    assert sorted(p.name for p in committed.glob("*.yaml")) == sorted(p.name for p in written)
+    for p in written:
+        assert yaml.safe_load(p.read_text()) | {"base": None} == \
+            yaml.safe_load((committed / p.name).read_text()) | {"base": None}
+        s = TrainSettings.from_yaml(committed / p.name)
+        assert s.lora.r == 64  # the base chain resolves from the committed location
+    s = TrainSettings.from_yaml(committed / "no_w_T.yaml")
+    assert s.rubric.weights.tcount == 0.0 and s.output_dir == "runs/rubriq_grpo_no_w_T"
+
+
+def test_launcher_builds_the_papers_commands():
+    cmd = launch_command("configs/rubriq_grpo.yaml", LaunchSettings("accelerate", num_processes=4),
+                         script="rubriq/training/train_rubriq.py")
+    assert cmd == ["accelerate", "launch", "--num_processes", "4", "rubriq/training/train_rubriq.py",
+                   "--rubriq_config", "configs/rubriq_grpo.yaml"]
+    multi = launch_command("c.yaml", LaunchSettings("accelerate", 8, 2, 1, "nid001",
+                                                    accelerate_config="configs/accelerate/deepspeed_zero2.yaml"),
+                           resume=True)
+    assert multi[:4] == ["accelerate", "launch", "--config_file", "configs/accelerate/deepspeed_zero2.yaml"]
+    assert ["--num_machines", "2", "--machine_rank", "1", "--main_process_ip", "nid001"] == multi[6:12]
+    assert multi[-1] == "--resume"
+    with pytest.raises(ValueError, match="main-process-ip"):
+        launch_command("c.yaml", LaunchSettings("accelerate", 8, 2))
+    with pytest.raises(ValueError, match="one process"):
+        launch_command("c.yaml", LaunchSettings("python", 4))
+
+
+def test_cli_dry_run_and_clear_errors_without_gpus():
+    from typer.testing import CliRunner
+
+    from rubriq.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["train", "run", str(ROOT / "configs" / "rubriq_grpo.yaml"), "--launcher", "accelerate",
+                              "--num-processes", "4", "--dry-run"])
+    assert res.exit_code == 0, res.output
+    assert "accelerate launch --num_processes 4" in res.output and "--rubriq_config" in res.output
+    res = runner.invoke(app, ["train", "run", str(ROOT / "configs" / "rubriq_grpo.yaml"), "--launcher", "accelerate",
+                              "--num-processes", "4", "--accelerate-config",
+                              str(ROOT / "configs" / "accelerate" / "deepspeed_zero2.yaml")])
+    assert res.exit_code == 2 and ("DeepSpeed" in res.output or "GPU" in res.output)
+    res = runner.invoke(app, ["train", "run", "missing.yaml", "--dry-run"])
+    assert res.exit_code == 2 and "error" in res.output
+
+
+def test_slurm_script_dry_run_builds_the_multi_node_launch():
+    script = ROOT / "scripts" / "submit_rubriq_perlmutter.slurm"
+    text = script.read_text()
+    for var in ("FI_CXI_DISABLE_HOST_REGISTER=1", "FI_MR_CACHE_MONITOR=userfaultfd", "FI_CXI_DEFAULT_CQ_SIZE=131072"):
+        assert f"export {var}" in text
+    assert "#SBATCH -N 2" in text and "#SBATCH --gpus-per-node=4" in text
+    env = {**os.environ, "RUBRIQ_DRY_RUN": "1", "SLURM_NNODES": "2", "MASTER_ADDR": "nid001"}
+    out = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.startswith("srun --ntasks-per-node=1")
+    assert "--config_file configs/accelerate/deepspeed_zero2.yaml --num_machines 2 --num_processes 8" in out
+    assert "--main_process_ip nid001" in out and "--rubriq_config configs/rubriq_grpo.yaml" in out
+
+
+def test_entry_point_runs_as_a_script_and_reports_bad_configs(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("grpo: {learning_rat: 1}\n")
+    res = subprocess.run([sys.executable, str(ROOT / "rubriq" / "training" / "train_rubriq.py"), "--rubriq_config",
+                          str(bad)], capture_output=True, text=True)
+    assert res.returncode == 2 and "learning_rat" in res.stderr
+
+
+def test_early_stopping_uses_a_moving_average():
+    stop = EarlyStopper(EarlyStoppingSettings(patience=3, window=2))
+    seq = [0.1, 0.2, 0.3, 0.25, 0.3, 0.2, 0.2, 0.2]
+    flags = [stop.update(v) for v in seq]
+    # averages: .1 .15 .25 .275 .275 .25 .2 .2 -> best .275 at index 3; 3 logs later it stops
+    assert flags == [False] * 6 + [True, True]
+    assert not any(EarlyStopper(EarlyStoppingSettings(patience=0)).update(0.0) for _ in range(10))

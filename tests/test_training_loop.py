@@ -1,0 +1,127 @@
+"""Real training steps on a tiny random model with the real SmolLM2 tokenizer: SFT on the
+reference circuits, Sparse-PPO with its value head (+ resume), shared-prompt pre-fill, the
+step-time breakdown and TensorBoard logs of GRPO."""
+
+import json
+
+import pytest
+import yaml
+
+pytest.importorskip("trl")
+torch = pytest.importorskip("torch")
+
+SMALL = {"qft_sizes": [2], "qpe_sizes": [], "hamiltonian_sizes": [], "encoding_sizes": [2], "encoding_seeds": [0, 1],
+         "encodings": ["basis_encoding"], "formats": ["qasm2"], "prompt_style": "compact", "held_out": {},
+         "fractions": [0.0, 0.25]}
+CPU = {"use_cpu": True, "bf16": False, "gradient_checkpointing": False}
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    import os
+
+    os.environ.setdefault("RUBRIQ_CACHE", str(tmp_path_factory.mktemp("cache")))
+    from rubriq.training.models import load_tokenizer
+
+    return load_tokenizer("embedded")
+
+
+def test_reference_completions_score_as_correct_in_every_format():
+    from rubriq.data.prompts import PromptSpec, synthesis_rows
+    from rubriq.training.rewards import RubricRewards
+    from rubriq.training.sft import reference_completion
+
+    rows = synthesis_rows(PromptSpec(qft_sizes=(3,), qpe_sizes=(3,), qpe_phases=(0.25,), hamiltonian_sizes=(2,),
+                                     hamiltonian_times=(0.5,), encoding_sizes=(2,), encoding_seeds=(0,)))
+    results = RubricRewards().results([reference_completion(r) for r in rows], [r["target"] for r in rows])
+    assert {r["format"] for r in rows} == {"qasm2", "qasm3", "python"}
+    assert all(res.average_fidelity > 0.99 for res in results), [(r["id"], x.error) for r, x in zip(rows, results)]
+    assert {res.strategy for res in results} >= {"fenced_block", "python_code"}
+
+
+def test_one_sft_step_lowers_the_loss_on_the_references(tokenizer, tmp_path):
+    from rubriq.data.prompts import PromptSpec, synthesis_rows
+    from rubriq.training.models import tiny_model
+    from rubriq.training.sft import run_sft, sft_dataset
+
+    rows = synthesis_rows(PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(2,),
+                                     encoding_seeds=(0,), encodings=("basis_encoding",), formats=("qasm2",)))
+    ds = sft_dataset(rows)
+    assert ds[0]["completion"][0]["role"] == "assistant" and ds[0]["completion"][0]["content"].startswith("```qasm")
+    model = tiny_model(tokenizer)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    trained = run_sft(model, tokenizer, rows, tmp_path / "sft",
+                      {"max_steps": 3, "per_device_train_batch_size": 2, "learning_rate": 5e-3, **CPU},
+                      lora={"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]})
+    # LoRA merged back: a plain model with changed attention weights and the same keys
+    assert type(trained).__name__ == "LlamaForCausalLM" and set(trained.state_dict()) == set(before)
+    changed = [k for k, v in trained.state_dict().items() if not torch.equal(v, before[k])]
+    assert changed and all("q_proj" in k or "v_proj" in k for k in changed)
+
+
+def test_shared_prompt_prefill_generates_the_same_tokens(tokenizer):
+    from rubriq.training.generation import install_prefix_generate, prefix_generate
+    from rubriq.training.models import tiny_model
+
+    model = tiny_model(tokenizer).eval()
+    tokenizer.padding_side = "left"
+    texts = ["OPENQASM 2.0; qreg q[2];"] * 3 + ["a longer prompt about the QFT on three qubits"] * 3
+    enc = tokenizer(texts, return_tensors="pt", padding=True)
+    kwargs = {"max_new_tokens": 6, "do_sample": False, "pad_token_id": tokenizer.eos_token_id}
+    with torch.no_grad():
+        plain = model.generate(**enc, **kwargs)
+        shared = prefix_generate(model.generate, model, **enc, **kwargs)
+        install_prefix_generate(model)
+        installed = model.generate(**enc, **kwargs)
+    assert torch.equal(plain, shared) and torch.equal(plain, installed)
+    assert getattr(model.generate, "_rubriq_prefix", False)
+
+
+def _write(tmp_path, **sections):
+    config = {"output_dir": str(tmp_path / "run"), "model": {"name_or_path": "embedded", "tiny": True},
+              "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+              "data": {"dataset": str(tmp_path / "data"), "build": SMALL}, **sections}
+    path = tmp_path / "train.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_sparse_ppo_trains_checkpoints_and_resumes(tokenizer, tmp_path):
+    from rubriq.training.train_rubriq import main
+
+    path = _write(tmp_path, algorithm="ppo", reward={"kind": "sparse_inverse_t"},
+                  ppo={"batch_size": 4, "mini_batch_size": 2, "ppo_epochs": 2, "max_new_tokens": 6, "max_steps": 2,
+                       "save_steps": 1, "learning_rate": 1e-3})
+    assert main(["--rubriq_config", str(path)]) == 0
+    run = tmp_path / "run"
+    logs = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [x["step"] for x in logs] == [1, 2] and all(x["phase"] == "ppo" for x in logs)
+    for key in ("reward", "parse_rate", "kl", "clipfrac", "value_loss", "timing/generation_s", "tokens_per_s"):
+        assert key in logs[0]
+    assert (run / "checkpoint-2" / "ppo_state.pt").is_file() and list((run / "runs").iterdir())
+    assert main(["--rubriq_config", str(path), "--resume", "--max_steps", "3"]) == 0
+    logs = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [x["step"] for x in logs] == [1, 2, 3]
+    assert json.loads((run / "final" / "trainer_state.json").read_text())["global_step"] == 3
+
+
+def test_grpo_logs_the_step_time_breakdown_to_jsonl_and_tensorboard(tokenizer, tmp_path):
+    from rubriq.training.train_rubriq import main
+
+    path = _write(tmp_path, grpo={"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 6,
+                                  "max_steps": 1, "logging_steps": 1, "save_strategy": "no", "seed": 1,
+                                  "report_to": ["tensorboard"], **CPU})
+    assert main(["--rubriq_config", str(path)]) == 0
+    run = tmp_path / "run"
+    step = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
+    for key in ("timing/generation_s", "timing/reward_s", "timing/update_s", "step_time", "tokens_per_s",
+                "parse_rate", "correct_rate", "rewards/fidelity/mean"):
+        assert key in step, key
+    parts = step["timing/generation_s"] + step["timing/reward_s"] + step["timing/update_s"]
+    assert parts == pytest.approx(step["step_time"], rel=1e-6)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = [p for p in (run / "runs").rglob("events.out.tfevents.*")]
+    acc = EventAccumulator(str(events[0].parent))
+    acc.Reload()
+    assert "train/rewards/fidelity/mean" in acc.Tags()["scalars"] and "train/parse_rate" in acc.Tags()["scalars"]
