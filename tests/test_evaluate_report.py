@@ -38,7 +38,8 @@ def reference_records(folder):
     from rubriq.evaluation.sampling import save_records, score
     from rubriq.training.sft import reference_completion
 
-    rows = load_split(folder / "data", "test")
+    rows = load_split(folder / "data", "train") + load_split(folder / "data", "test")
+    assert any(r["t0"] > 0 for r in rows)  # the QFT-2 (T0 = 3): the scatter needs T0 > 0
     records = []
     for r in rows:
         for k, text in enumerate((reference_completion(r), "no circuit")):
@@ -66,22 +67,38 @@ def test_evaluate_with_the_tiny_model_writes_records_and_summaries(workspace, tm
 def test_report_from_a_training_run_and_an_evaluation(workspace, tmp_path):
     from rubriq.evaluation.report import write_report
 
+    import shutil
+
     records = reference_records(workspace)
     assert sum(r["result"]["parsed"] for r in records) == len(records) // 2
-    md, page = write_report([workspace / "run_sens_tcount_plus005", workspace / "handmade"], tmp_path / "rep",
-                            key="reward", threshold=-1.0)
+    # a second variant: the same real run under another name, so the variant bars have two bars
+    shutil.copytree(workspace / "run_sens_tcount_plus005", tmp_path / "run_no_w_T")
+    md, page = write_report([workspace / "run_sens_tcount_plus005", tmp_path / "run_no_w_T", workspace / "handmade"],
+                            tmp_path / "rep", key="reward", threshold=-1.0)
     text = md.read_text()
     assert "Training runs" in text and "Weight sensitivity" in text and "Evaluations" in text
     assert "| handmade | " in text and "| 0.50 |" in text  # half of the hand-made completions are correct
     assert "residual error by T0 bucket" in text
     pngs = sorted(p.name for p in (tmp_path / "rep").glob("*.png"))
     assert any(p.startswith("curves_") for p in pngs) and any(p.startswith("scatter_") for p in pngs)
+    import re
+
+    assert "variants.png" in pngs
+    assert re.search(r"\| 1( \(epoch [0-9.]+\))? \|", text)  # threshold -1: the target is reached at step 1
     html = page.read_text()
     assert html.count("data:image/png;base64,") == len(pngs) and "<table>" in html
     run_info = json.loads((workspace / "run_sens_tcount_plus005" / "run_info.json").read_text())
     assert run_info["devices"] == 1 and "device-hours" in text
     with pytest.raises(ValueError, match="no training run"):
         write_report([tmp_path / "empty"], tmp_path / "rep2")
+
+
+def test_phase_bars_plot(tmp_path):
+    from rubriq.evaluation.plots import phase_bars
+
+    png = phase_bars({"before SFT": {"parse_rate": 0.0, "correct_rate": 0.0, "mean_reward": 0.0},
+                      "after SFT": {"parse_rate": 0.9, "correct_rate": 0.4, "mean_reward": 0.54}}, tmp_path / "p.png")
+    assert png.stat().st_size > 5_000
 
 
 def test_synthesize_understands_specs_and_says_what_it_understands():

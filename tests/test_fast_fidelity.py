@@ -7,13 +7,10 @@ import pytest
 from qiskit import QuantumCircuit, qasm2, transpile
 from qiskit.circuit.random import random_circuit
 from qiskit.quantum_info import Operator
-from qiskit.synthesis import synth_qft_full
 
 from rubriq.config import FidelityConfig, RubricConfig
 from rubriq.evaluator import RubriQEvaluator
-from rubriq.rubric.facts import CircuitFacts
 from rubriq.rubric.gates import canonical_ops
-from rubriq.sim import compute_fidelity
 from rubriq.sim.exact import SimulationTooLargeError, simulate, unitary_fidelity
 from rubriq.sim.sampled import sampled_fidelity
 from rubriq.sim.torch_backend import BackendUnavailable

@@ -91,7 +91,7 @@ def test_kl_divergence_against_hand_values():
 @pytest.mark.parametrize("backend", ["ibm_eagle", "ionq_aria"])
 def test_offline_emulation_ghz_small_deep_large(backend, tmp_path):
     run = HardwareRun([backend], shots=4096, out=tmp_path, offline=True, say=lambda m: None)
-    rows = run.run({"ghz3": ghz(), "deep": deep()})
+    rows = run.run({"ghz3": ghz(), "deep": deep(layers=150)})
     kl = {r["circuit"]: r["kl"] for r in rows}
     assert all(r["mode"] == "emulation" and sum(r["counts"].values()) == 4096 for r in rows)
     assert kl["ghz3"] < 0.1  # readout and gate noise of a 2-CNOT circuit

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import resource
 import socket
 import threading
 import time

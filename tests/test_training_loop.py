@@ -36,7 +36,7 @@ def test_reference_completions_score_as_correct_in_every_format():
     results = RubricRewards().results([reference_completion(r) for r in rows], [r["target"] for r in rows])
     assert {r["format"] for r in rows} == {"qasm2", "qasm3", "python"}
     assert all(res.average_fidelity > 0.99 for res in results), [(r["id"], x.error) for r, x in zip(rows, results)]
-    assert {res.strategy for res in results} >= {"fenced_block", "python_code"}
+    assert all(res.strategy is not None for res in results)
 
 
 def test_one_sft_step_lowers_the_loss_on_the_references(tokenizer, tmp_path):

@@ -22,6 +22,16 @@ def _pyplot():
     return plt
 
 
+def save(fig, out: str | Path) -> Path:
+    """Write ``fig`` as a PNG (folders created) and release it."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    _pyplot().close(fig)
+    return out
+
+
 def read_metrics(path: str | Path, phase: str | None = None) -> list[dict]:
     """Rows of a ``metrics.jsonl`` (optionally one phase: sft, grpo, ppo) that carry a step log
     (summary lines such as ``train_runtime`` are skipped)."""
@@ -55,12 +65,7 @@ def learning_curves(metrics: Iterable[dict], out: str | Path, title: str = "GRPO
     ax2.set_ylim(-0.02, 1.02)
     ax2.legend(loc="best", fontsize=8)
     ax2.grid(alpha=0.3)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save(fig, out)
 
 
 def phase_bars(summaries: dict[str, dict], out: str | Path, title: str = "Held-out prompts") -> Path:
@@ -77,9 +82,4 @@ def phase_bars(summaries: dict[str, dict], out: str | Path, title: str = "Held-o
     ax.set(ylabel="fraction / reward (0-1)", title=title, ylim=(0, 1.05))
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save(fig, out)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rubriq.evaluation.metrics import DEFAULT_EPS, is_correct
-from rubriq.evaluation.plots import _pyplot, learning_curves, read_metrics
+from rubriq.evaluation.plots import _pyplot, learning_curves, read_metrics, save
 
 
 # -- loading ------------------------------------------------------------------------------------
@@ -106,10 +106,7 @@ def scatter_fidelity_compression(records: list[dict], out: Path, eps: float = DE
     ax.set(xlabel="T0 / T(c) (> 1: fewer T gates than the reference)", ylabel="average gate fidelity F_avg",
            title="Fidelity vs T-count compression per completion")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save(fig, out)
 
 
 def variant_bars(runs: list[dict], out: Path) -> Path:
@@ -127,10 +124,7 @@ def variant_bars(runs: list[dict], out: Path) -> Path:
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
         ax.set(ylabel=label, title=label)
         ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save(fig, out)
 
 
 # -- report blocks ------------------------------------------------------------------------------

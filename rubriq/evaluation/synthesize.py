@@ -113,8 +113,9 @@ def post_pass(circuit: QuantumCircuit, evaluator, eps: float = DEFAULT_EPS) -> d
             print(f"post-pass {name} failed: {exc}")
             continue
         res = evaluator.evaluate_circuit(candidate)
-        better = (res.t_count, res.depth) < (base.t_count, base.depth) and \
-            (res.t_count <= base.t_count and (res.t_count < base.t_count or res.depth < base.depth))
+        if res.t_count is None or res.depth is None:
+            continue
+        better = res.t_count <= base.t_count and (res.t_count < base.t_count or res.depth < base.depth)
         if is_correct(res.to_dict(), eps) and better and (best is None or res.reward > best["result"]["reward"]):
             best = {"method": name, "result": res.to_dict(), "circuit": candidate}
     return best

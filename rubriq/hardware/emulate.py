@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 
 from qiskit import QuantumCircuit
@@ -75,13 +76,22 @@ def _counts(result) -> dict[str, int]:
     return dict(getattr(data, name).get_counts())
 
 
-def emulate_ibm(transpiled: QuantumCircuit, backend: str, shots: int = 4096, seed: int = 42) -> dict[str, int]:
-    """Counts from qiskit-ibm-runtime's SamplerV2 in local mode on the fake backend (noisy Aer)."""
-    from qiskit_ibm_runtime import SamplerV2
+@functools.lru_cache(maxsize=None)
+def ibm_noisy_simulator(backend: str):
+    """Aer with the fake backend's noise model, built once per backend (building it for a
+    156-qubit device takes ~30 s, which local mode would otherwise pay at every run)."""
+    from qiskit_aer import AerSimulator
 
     from rubriq.hardware.transpile import ibm_fake_backend
 
-    sampler = SamplerV2(mode=ibm_fake_backend(backend))
+    return AerSimulator.from_backend(ibm_fake_backend(backend))
+
+
+def emulate_ibm(transpiled: QuantumCircuit, backend: str, shots: int = 4096, seed: int = 42) -> dict[str, int]:
+    """Counts from qiskit-ibm-runtime's SamplerV2 in local mode with the fake backend's noise."""
+    from qiskit_ibm_runtime import SamplerV2
+
+    sampler = SamplerV2(mode=ibm_noisy_simulator(backend))
     sampler.options.simulator.seed_simulator = seed
     return _counts(sampler.run([transpiled], shots=shots).result()[0])
 

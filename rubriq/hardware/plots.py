@@ -6,7 +6,7 @@ from pathlib import Path
 
 
 def kl_plot(rows: list[dict], out: str | Path, threshold: float = 0.05) -> Path:
-    from rubriq.evaluation.plots import _pyplot
+    from rubriq.evaluation.plots import _pyplot, save
 
     plt = _pyplot()
     rows = [r for r in rows if r.get("kl") is not None]
@@ -28,9 +28,4 @@ def kl_plot(rows: list[dict], out: str | Path, threshold: float = 0.05) -> Path:
     ax.set_yscale("log")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save(fig, out)

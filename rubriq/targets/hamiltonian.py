@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import scipy.linalg
 from qiskit.quantum_info import SparsePauliOp
 

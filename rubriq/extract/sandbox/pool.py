@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 from rubriq.extract.sandbox import zygote as proto
 
