@@ -39,20 +39,38 @@ def last_checkpoint(output_dir: Path) -> str | None:
     return get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
 
 
+def _rank() -> int:
+    import os
+
+    return int(os.environ.get("RANK", "0"))
+
+
 def load_rows(settings, split: str | None = None) -> list[dict]:
+    """Rows of ``data.split`` (or ``split``); the dataset is built first when ``data.build`` is
+    set and the folder does not exist (by rank 0 only; other ranks wait for it)."""
+    import time
+
     from rubriq.config import from_dict
     from rubriq.data.prompts import PromptSpec, load_split, save_splits, split_rows, synthesis_rows
 
     folder = Path(settings.data.dataset)
     if not folder.exists() and settings.data.build:
-        build = dict(settings.data.build)
-        seed = build.pop("seed", 42)
-        options = {k: build.pop(k) for k in ("held_out", "fractions") if k in build}
-        if "fractions" in options:
-            options["fractions"] = tuple(options["fractions"])
-        spec = from_dict(PromptSpec, build)
-        splits = split_rows(synthesis_rows(spec), seed=seed, **options)
-        save_splits(splits, folder)
+        if _rank() == 0:
+            build = dict(settings.data.build)
+            seed = build.pop("seed", 42)
+            options = {k: build.pop(k) for k in ("held_out", "fractions") if k in build}
+            if "fractions" in options:
+                options["fractions"] = tuple(options["fractions"])
+            spec = from_dict(PromptSpec, build)
+            splits = split_rows(synthesis_rows(spec), seed=seed, **options)
+            save_splits(splits, folder.with_name(folder.name + ".tmp"))
+            folder.with_name(folder.name + ".tmp").rename(folder)  # appears complete or not at all
+        else:
+            deadline = time.monotonic() + 600
+            while not folder.exists():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"rank {_rank()}: {folder} was not built by rank 0 within 10 minutes")
+                time.sleep(2)
     rows = load_split(folder, split or settings.data.split)
     return rows[: settings.data.max_rows] if settings.data.max_rows else rows
 
@@ -88,8 +106,9 @@ def warm_start(settings, tokenizer, model):
         lora.pop("layers_to_transform", None)
     model = run_sft(model, tokenizer, load_rows(settings), sft_dir, settings.sft.args, lora,
                     callbacks=trainer_callbacks(Path(settings.output_dir), EarlyStoppingSettings(), phase="sft"))
-    model.save_pretrained(sft_dir / "model")
-    tokenizer.save_pretrained(sft_dir / "model")
+    if _rank() == 0:
+        model.save_pretrained(sft_dir / "model")
+        tokenizer.save_pretrained(sft_dir / "model")
     return model
 
 
@@ -162,7 +181,7 @@ def write_run_info(settings) -> None:
 
     import torch
 
-    if int(os.environ.get("RANK", "0")) != 0:
+    if _rank() != 0:
         return
     out = Path(settings.output_dir)
     out.mkdir(parents=True, exist_ok=True)
