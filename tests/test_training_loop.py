@@ -59,6 +59,34 @@ def test_one_sft_step_lowers_the_loss_on_the_references(tokenizer, tmp_path):
     assert changed and all("q_proj" in k or "v_proj" in k for k in changed)
 
 
+def test_rl_adapter_after_sft_records_the_sft_model_as_its_base(tokenizer, tmp_path):
+    """`rubriq evaluate --model RUN/final` loads the adapter on its recorded base: after a
+    warm-start that base must be the SFT weights, not the original model."""
+    import json
+
+    from rubriq.evaluation.evaluate import load_policy
+    from rubriq.training.train_rubriq import main
+
+    config = {"output_dir": str(tmp_path / "run"), "model": {"name_or_path": "embedded", "tiny": True},
+              "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+              "data": {"dataset": str(tmp_path / "data"), "build": SMALL},
+              "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
+              "grpo": {"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 4,
+                       "max_steps": 1, "save_strategy": "no", **CPU}}
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump(config))
+    assert main(["--rubriq_config", str(tmp_path / "t.yaml")]) == 0
+    final = tmp_path / "run" / "final"
+    base = json.loads((final / "adapter_config.json").read_text())["base_model_name_or_path"]
+    assert base == str((tmp_path / "run" / "sft" / "model").resolve())
+    from rubriq.training.models import tiny_model
+
+    _, model = load_policy(str(final))
+    loaded = model.get_base_model().model.layers[0].self_attn.q_proj.base_layer.weight
+    sft = load_policy(base)[1].state_dict()["model.layers.0.self_attn.q_proj.weight"]
+    original = tiny_model(tokenizer).state_dict()["model.layers.0.self_attn.q_proj.weight"]
+    assert torch.equal(loaded, sft) and not torch.equal(sft, original)
+
+
 def test_shared_prompt_prefill_generates_the_same_tokens(tokenizer):
     from rubriq.training.generation import install_prefix_generate, prefix_generate
     from rubriq.training.models import tiny_model

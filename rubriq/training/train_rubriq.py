@@ -109,6 +109,8 @@ def warm_start(settings, tokenizer, model):
     if _rank() == 0:
         model.save_pretrained(sft_dir / "model")
         tokenizer.save_pretrained(sft_dir / "model")
+    # the RL adapter records its base by this name: it must be the SFT weights, not the original
+    model.name_or_path = model.config._name_or_path = str((sft_dir / "model").resolve())
     return model
 
 
