@@ -23,6 +23,7 @@ def test_paper_config_carries_table_iii():
     assert (g["per_device_train_batch_size"], g["gradient_accumulation_steps"], g["num_generations"]) == (1, 8, 8)
     assert (g["temperature"], g["top_p"], g["max_completion_length"], g["num_train_epochs"]) == (0.8, 0.95, 2048, 50)
     assert g["bf16"] is True and s.rubric.weights.fidelity == 0.40
+    assert s.early_stopping.patience > 0  # "50 epochs with early stopping"
 
 
 def test_config_errors_are_clear():
