@@ -109,9 +109,14 @@ class RealProvider:
 
     def submit(self, circuit: QuantumCircuit, shots: int) -> str:
         if self.spec.provider == "ibm":
+            from qiskit.transpiler.preset_passmanagers import generate_preset_pass_manager
             from qiskit_ibm_runtime import SamplerV2
 
-            return SamplerV2(mode=self.device).run([circuit], shots=shots).job_id()
+            # the circuit was laid out on the snapshot; re-target it to the live device's current
+            # calibration (faulty qubits, changed gate set) so the runtime accepts it as ISA
+            isa = generate_preset_pass_manager(optimization_level=1, backend=self.device,
+                                               seed_transpiler=42).run(circuit)
+            return SamplerV2(mode=self.device).run([isa], shots=shots).job_id()
         return self.device.run(circuit, shots=shots).job_id()
 
     def poll(self, job_id: str) -> tuple[str, dict[str, int] | None]:
