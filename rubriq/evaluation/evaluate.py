@@ -15,20 +15,19 @@ from typing import Any
 
 from rubriq.config import RubricConfig
 from rubriq.evaluation.metrics import DEFAULT_EPS, summarize, summarize_by
+from rubriq.training.config import EvalSettings
 
 TINY = "tiny"
 
 
 @dataclass(frozen=True)
-class EvalRequest:
-    model: str
-    dataset: str
-    split: str = "test"
-    samples: int = 1
-    max_new_tokens: int = 256
-    temperature: float = 0.0
+class EvalRequest(EvalSettings):
+    """What ``rubriq evaluate`` samples: the sampling settings of training's ``evaluation``
+    section, plus the policy, the dataset and the correctness tolerance."""
+
+    model: str = "embedded"
+    dataset: str = "data/prompts"
     top_p: float = 0.95
-    batch_size: int = 8
     max_prompts: int = 0
     eps: float = DEFAULT_EPS
     seed: int = 0
