@@ -137,7 +137,8 @@ def data_build(
     suite_dir: Optional[Path] = typer.Option(None, help="Folder of the T-count suite's .qasm files."),
     seed: int = typer.Option(42, help="Split and sampling seed."),
 ) -> None:
-    """Write the synthesis prompt dataset and the rewrite-with-fewer-T datasets."""
+    """Write the synthesis prompt dataset and the rewrite-with-fewer-T datasets (split by target:
+    no target in two splits)."""
     from rubriq.data import build_all
 
     names = tuple(c.strip() for c in collections.split(",") if c.strip())
@@ -147,14 +148,16 @@ def data_build(
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
     table = Table(title=f"datasets written to {out}")
-    for col in ("dataset", "rows (train/val/test)", "T0 buckets: selected/available", "skipped"):
+    for col in ("dataset", "rows (train/val/test)", "targets (train/val/test)", "T0 buckets: selected/available",
+                "skipped"):
         table.add_column(col)
     for name, info in report.items():
-        rows = info if name == "prompts" else info["rows"]
+        rows, targets = info["rows"], info["targets"]
         buckets = "" if name == "prompts" else ", ".join(
             f"{b}: {v['selected']}/{v['available']}" for b, v in info["buckets"].items())
         skipped = "" if name == "prompts" else ", ".join(f"{k}: {v}" for k, v in info["skipped"].items())
-        table.add_row(name, "/".join(str(rows.get(k, 0)) for k in ("train", "validation", "test")), buckets, skipped)
+        table.add_row(name, *("/".join(str(counts.get(k, 0)) for k in ("train", "validation", "test"))
+                              for counts in (rows, targets)), buckets, skipped)
     console.print(table)
 
 

@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -44,10 +45,13 @@ def published(benchmarks_dir):
 
 def test_small_dataset_build(tmp_path, benchmarks_dir):
     report = build_all(tmp_path, small=True, collections=("tcount",), suite_dir=benchmarks_dir / "tcount_suite" / "qasm")
-    assert set(report["prompts"]) == {"train", "validation", "test"}
+    assert set(report["prompts"]["rows"]) == {"train", "validation", "test"}
     rows = {s: load_split(tmp_path / "prompts", s) for s in ("train", "validation", "test")}
     everything = [r for split in rows.values() for r in split]
-    assert len(everything) == sum(report["prompts"].values())
+    assert len(everything) == sum(report["prompts"]["rows"].values())
+    targets = {s: {r["target"] for r in split} for s, split in rows.items()}
+    assert report["prompts"]["targets"] == {s: len(t) for s, t in targets.items()}
+    assert not (targets["train"] & targets["test"]) and not (targets["train"] & targets["validation"])
     assert {r["format"] for r in everything} == {"qasm2", "qasm3", "python"}
     assert {r["family"] for r in everything} == {"qft", "qpe", "hamiltonian", "encoding"}
     # unseen sizes only in test
@@ -71,6 +75,42 @@ def test_small_dataset_build(tmp_path, benchmarks_dir):
     again = build_all(tmp_path / "again", small=True, collections=())
     assert [r["id"] for r in load_split(tmp_path / "again" / "prompts", "test")] == [r["id"] for r in rows["test"]]
     assert again["prompts"] == report["prompts"]
+
+
+@pytest.mark.parametrize("config", ["default", "quickstart"])
+def test_splits_share_no_target(config):
+    """Every output format of one target lands in the same split: no held-out target was trained on.
+    The old row-level split put 20 of the default dataset's 76 test rows' targets in train."""
+    import yaml
+
+    from rubriq.config import from_dict
+    from rubriq.data.prompts import PromptSpec, split_rows, synthesis_rows
+
+    if config == "default":
+        rows, options = synthesis_rows(PromptSpec()), {}
+    else:
+        build = dict(yaml.safe_load(open(Path(__file__).parents[1] / "configs" / "quickstart_cpu.yaml"))["data"]["build"])
+        options = {"seed": build.pop("seed"), "held_out": build.pop("held_out"), "fractions": tuple(build.pop("fractions"))}
+        rows = synthesis_rows(from_dict(PromptSpec, build))
+    splits = split_rows(rows, **options)
+    keys = {name: {json.dumps(json.loads(r["target"]), sort_keys=True) for r in split} for name, split in splits.items()}
+    assert keys["test"] and keys["train"]
+    assert not (keys["train"] & keys["test"]) and not (keys["train"] & keys["validation"])
+    assert not (keys["validation"] & keys["test"])
+    assert sum(len(v) for v in splits.values()) == len(rows)
+    # each target's formats stay together: rows per target are the number of formats
+    formats = len({r["format"] for r in rows})
+    for split in splits.values():
+        assert len(split) == formats * len({r["target"] for r in split})
+
+
+def test_a_leaking_split_is_refused(tmp_path):
+    from rubriq.data.prompts import save_splits
+
+    row = {"target": '{"algorithm": "qft", "num_qubits": 2}', "family": "qft", "num_qubits": 2}
+    with pytest.raises(ValueError, match="both 'train' and 'test'"):
+        save_splits({"train": [row], "test": [dict(row, format="python")]}, tmp_path / "leak")
+    assert not (tmp_path / "leak").exists()
 
 
 def _fake(name: str, t0: int) -> SuiteCircuit:

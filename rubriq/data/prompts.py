@@ -10,9 +10,10 @@ Rows carry everything the reward function needs, so the training loop never gues
 Synthesis families: QFT on 2-8 qubits; QPE on 3-7 qubits with eigenphases {0.125, 0.25,
 0.375, 0.5, 0.75}; Hamiltonian simulation (Heisenberg XXX and transverse-field Ising, 2-6
 qubits, t in {0.25, 0.5, 1.0}); data encodings (amplitude, angle, basis; 2-6 qubits, seeded
-data).  Splits (seed 42): every row of the largest size of each family (QFT 8, QPE 7,
-Hamiltonians 6, encodings 6) goes to ``test`` to measure generalization to unseen sizes;
-the remaining rows are split 80/10/10 into train/validation/test.
+data).  Splits (seed 42) are by *target* (family, size and parameters): all output formats of
+one target land in the same split.  Every target of the largest size of each family (QFT 8,
+QPE 7, Hamiltonians 6, encodings 6) goes to ``test`` to measure generalization to unseen
+sizes; the remaining targets are split 80/10/10 into train/validation/test.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class PromptSpec:
 
 
 def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
+    """The distinct targets of ``spec`` (equal specs, e.g. two seeds drawing the same data, once)."""
     targets: list[Target] = [make_target("qft", n) for n in spec.qft_sizes]
     targets += [make_target("qpe", n, phase=p) for n in spec.qpe_sizes for p in spec.qpe_phases]
     targets += [make_target(name, n, t=t) for name in ("heisenberg", "tfim")
@@ -63,7 +65,9 @@ def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
     for n in spec.encoding_sizes:
         for seed in spec.encoding_seeds:
             targets += [make_target(name, n, seed=seed) for name in spec.encodings]
-    return targets
+    # two seeds can draw the same data (a 2-qubit basis encoding has 4 values): one row set per target
+    unique = {json.dumps(t.spec(), sort_keys=True): t for t in reversed(targets)}
+    return [t for t in targets if unique[json.dumps(t.spec(), sort_keys=True)] is t]
 
 
 def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None, style: str = "full") -> dict:
@@ -104,23 +108,62 @@ def rewrite_rows(circuits: list[SuiteCircuit], formats: tuple[str, ...] = ("qasm
     return rows
 
 
+def target_key(row: dict) -> str:
+    """What makes two rows the same task: the target's JSON spec (family, size and resolved
+    parameters, keys sorted), whatever output format the prompt asks for."""
+    return row["target"]
+
+
 def split_rows(rows: list[dict], seed: int = 42, held_out: dict[str, int] = HELD_OUT_SIZES,
                fractions: tuple[float, float] = (0.1, 0.1)) -> dict[str, list[dict]]:
-    """train / validation / test; the largest size of each family only in test."""
-    test = [r for r in rows if held_out.get(r["family"]) == r["num_qubits"]]
-    rest = [r for r in rows if held_out.get(r["family"]) != r["num_qubits"]]
+    """train / validation / test **by target**: every row of one target (all its output formats)
+    lands in the same split, so a held-out score is on targets the policy never trained on.
+
+    Targets of the largest size of each family (``held_out``) go to test; the other targets are
+    split ``fractions`` (validation, test) at random (``seed``), the rest to train.
+
+    >>> rows = [{"target": t, "family": "qft", "num_qubits": 2, "format": f} for t in "abcd" for f in ("q2", "py")]
+    >>> splits = split_rows(rows, held_out={}, fractions=(0.25, 0.25))
+    >>> {k: len(v) for k, v in splits.items()}, check_disjoint(splits)
+    ({'train': 4, 'validation': 2, 'test': 2}, None)
+    """
+    first: dict[str, dict] = {}
+    for r in rows:
+        first.setdefault(target_key(r), r)
+    keys = list(first)
+    test_keys = {k for k in keys if held_out.get(first[k]["family"]) == first[k]["num_qubits"]}
+    rest = [k for k in keys if k not in test_keys]
     order = np.random.default_rng(seed).permutation(len(rest))
     n_val, n_test = int(round(fractions[0] * len(rest))), int(round(fractions[1] * len(rest)))
-    val = [rest[i] for i in order[:n_val]]
-    test += [rest[i] for i in order[n_val:n_val + n_test]]
-    train = [rest[i] for i in order[n_val + n_test:]]
-    return {"train": train, "validation": val, "test": test}
+    val_keys = {rest[i] for i in order[:n_val]}
+    test_keys |= {rest[i] for i in order[n_val:n_val + n_test]}
+    where = {k: "test" if k in test_keys else "validation" if k in val_keys else "train" for k in keys}
+    splits: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
+    for r in rows:
+        splits[where[target_key(r)]].append(r)
+    return splits
+
+
+def split_summary(splits: dict[str, list[dict]]) -> dict[str, dict[str, int]]:
+    """Rows and distinct targets per split."""
+    return {name: {"rows": len(rows), "targets": len({target_key(r) for r in rows})} for name, rows in splits.items()}
+
+
+def check_disjoint(splits: dict[str, list[dict]]) -> None:
+    """Raise ValueError if any target appears in two splits (a leak between train and test)."""
+    seen: dict[str, str] = {}
+    for name, rows in splits.items():
+        for r in rows:
+            other = seen.setdefault(target_key(r), name)
+            if other != name:
+                raise ValueError(f"target {target_key(r)} is in both {other!r} and {name!r}: splits must be by target")
 
 
 def save_splits(splits: dict[str, list[dict]], out: Path) -> Path:
     """Hugging Face ``datasets`` (save_to_disk) and one JSONL file per split."""
     from datasets import Dataset, DatasetDict
 
+    check_disjoint(splits)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     DatasetDict({name: Dataset.from_list(rows) for name, rows in splits.items() if rows}).save_to_disk(str(out / "hf"))
