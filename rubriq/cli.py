@@ -392,11 +392,13 @@ def evaluate(
         raise typer.Exit(2)
     s = summary["overall"]
     table = Table(title=f"{model} on {dataset} [{split}] ({s['completions']} completions)")
-    for col in ("parse rate", "mean F_avg", "correct", "C (correct only)", "MNTC", "V", "pass@1", "mean reward"):
+    for col in ("parse rate", "mean F_avg", "correct", "C (correct only)", "MNTC", "V", "pass@1", "mean reward",
+                "wrong rewarded", "trivial"):
         table.add_column(col)
     fmt = lambda v, d=3: "-" if v is None else f"{v:.{d}f}"  # noqa: E731
     table.add_row(fmt(s["parse_rate"], 2), fmt(s["mean_fidelity"]), fmt(s["correct_rate"], 2), fmt(s["compression"], 2),
-                  fmt(s["mntc"]), fmt(s["violation_rate"], 2), fmt(s.get("pass@1"), 2), fmt(s["mean_reward"]))
+                  fmt(s["mntc"]), fmt(s["violation_rate"], 2), fmt(s.get("pass@1"), 2), fmt(s["mean_reward"]),
+                  fmt(s["wrong_rewarded_rate"], 2), fmt(s["trivial_rate"], 2))
     console.print(table)
     console.print(f"wrote {out / 'records.jsonl'} and {out / 'summary.json'}")
 

@@ -15,7 +15,13 @@ records, so a report can be recomputed from saved JSONL without sampling again.
   best backend of the hardware dimension (connectivity is repaired by inserted SWAPs, which
   the routing term scores; a circuit wider than every backend is a violation);
 * pass@k: the unbiased estimator 1 - C(n - c, k) / C(n, k) per prompt (n samples, c correct),
-  averaged over prompts.
+  averaged over prompts;
+* wrong_rewarded_rate: fraction of completions that are not correct yet score at least the
+  lowest reward of a correct completion of the same prompt (prompts without a correct
+  completion contribute no such case): how often the reward pays a wrong circuit like a right one;
+* trivial_rate: fraction of completions that are parsed, not correct, and empty or
+  Clifford-only (S_C = 1: identity, Paulis, H/S/CX...), the cheap outputs an exploiting policy
+  drifts to.
 
 >>> ok = {"parsed": True, "average_fidelity": 1.0, "t_count": 2, "reward": 0.9,
 ...       "best_backend": "b", "hardware": {"b": {"fits_qubits": True, "fits_depth": True}}}
@@ -23,6 +29,11 @@ records, so a report can be recomputed from saved JSONL without sampling again.
 >>> s = summarize([{"result": ok, "t0": 8}, {"result": wrong, "t0": 8}])
 >>> s["correct_rate"], s["compression"], s["mntc"], s["violation_rate"]
 (0.5, 4.0, 0.25, 0.0)
+>>> cheap = dict(ok, average_fidelity=0.1, t_count=0, reward=0.95, num_gates=0)
+>>> s = summarize([{"result": ok, "prompt_id": "a"}, {"result": cheap, "prompt_id": "a"},
+...                {"result": cheap, "prompt_id": "b"}])
+>>> s["wrong_rewarded_rate"], s["trivial_rate"]   # "b" has no correct completion to compare with
+(0.3333333333333333, 0.6666666666666666)
 """
 
 from __future__ import annotations
@@ -46,6 +57,29 @@ def is_correct(result: Mapping[str, Any], eps: float = DEFAULT_EPS) -> bool:
     """F_avg >= 1 - eps (an unparsed or unscored completion is never correct)."""
     f = result.get("average_fidelity")
     return bool(result.get("parsed")) and result.get("error_type") is None and f is not None and f >= 1 - eps
+
+
+def is_trivial(result: Mapping[str, Any], eps: float = DEFAULT_EPS) -> bool:
+    """Parsed, not correct, and empty or Clifford-only (S_C = 1)."""
+    if not result.get("parsed") or result.get("error_type") is not None or is_correct(result, eps):
+        return False
+    return not result.get("num_gates") or float((result.get("scores") or {}).get("clifford", 0.0)) >= 1.0
+
+
+def wrong_rewarded(results: list[Mapping[str, Any]], groups: list[Any], eps: float = DEFAULT_EPS) -> int:
+    """How many of ``results`` are not correct yet score at least the lowest reward of a correct
+    result in the same group (a group = the completions of one prompt)."""
+    if len(results) != len(groups):
+        raise ValueError(f"{len(results)} results but {len(groups)} group keys")
+    by_group: dict[Any, list[Mapping[str, Any]]] = defaultdict(list)
+    for r, g in zip(results, groups):
+        by_group[g].append(r)
+    count = 0
+    for members in by_group.values():
+        floor = min((float(r.get("reward") or 0.0) for r in members if is_correct(r, eps)), default=None)
+        if floor is not None:
+            count += sum(1 for r in members if not is_correct(r, eps) and float(r.get("reward") or 0.0) >= floor)
+    return count
 
 
 def violates(result: Mapping[str, Any]) -> bool | None:
@@ -112,6 +146,9 @@ def summarize(records: Iterable[Mapping[str, Any]], eps: float = DEFAULT_EPS,
         "mean_t_count": _mean(tcounts),
         "violation_rate": _mean([float(v) for v in viol]),
         "mean_reward": statistics.fmean(float(r.get("reward") or 0.0) for r in results),
+        "wrong_rewarded_rate": wrong_rewarded(results, [rec.get("prompt_id", i) for i, rec in enumerate(records)],
+                                              eps) / n,
+        "trivial_rate": sum(is_trivial(r, eps) for r in results) / n,
         "dimensions": {d: statistics.fmean(float((r.get("scores") or {}).get(d, 0.0)) for r in results)
                        for d in DIMENSION_NAMES},
     }
@@ -133,14 +170,24 @@ def summarize_by(records: Iterable[Mapping[str, Any]], key: str, eps: float = DE
     return {g: summarize(rs, eps, ks) for g, rs in sorted(groups.items())}
 
 
-def batch_metrics(results: list, t0s: list[int | None], eps: float = DEFAULT_EPS) -> dict[str, float]:
-    """The per-step training metrics (flat floats; NaN where undefined, which TRL skips)."""
-    s = summarize([{"result": r, "t0": t0} for r, t0 in zip(results, t0s)], eps, ks=())
+def batch_metrics(results: list, t0s: list[int | None], eps: float = DEFAULT_EPS,
+                  groups: list[Any] | None = None) -> dict[str, float]:
+    """The per-step training metrics (flat floats; NaN where undefined, which TRL skips).
+
+    ``groups``: one key per result naming its prompt (GRPO's group), for ``wrong_rewarded_rate``;
+    without it every result is its own group and the rate is 0.  ``errors/<type>`` is the
+    fraction of results with that error type (``parse``, ``budget``, ...)."""
+    groups = list(range(len(results))) if groups is None else list(groups)
+    s = summarize([{"result": r, "t0": t0, "prompt_id": g} for r, t0, g in zip(results, t0s, groups, strict=True)],
+                  eps, ks=())
     nan = float("nan")
     pick = lambda v: nan if v is None else float(v)  # noqa: E731
     return {"parse_rate": s["parse_rate"], "correct_rate": s["correct_rate"],
             "mean_fidelity": pick(s["mean_fidelity"]), "mean_t_count": pick(s["mean_t_count"]),
-            "compression": pick(s["compression"]), "violation_rate": pick(s["violation_rate"])}
+            "compression": pick(s["compression"]), "violation_rate": pick(s["violation_rate"]),
+            "wrong_rewarded_rate": s["wrong_rewarded_rate"], "trivial_rate": s["trivial_rate"],
+            **{f"errors/{k}": v / s["completions"] for k, v in s["errors"].items()}}
 
 
-__all__ = ["DEFAULT_EPS", "batch_metrics", "is_correct", "pass_at_k", "summarize", "summarize_by", "violates"]
+__all__ = ["DEFAULT_EPS", "batch_metrics", "is_correct", "is_trivial", "pass_at_k", "summarize", "summarize_by",
+           "violates", "wrong_rewarded"]

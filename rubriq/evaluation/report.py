@@ -188,9 +188,10 @@ def build(inputs: list[Path], out: Path, key: str = "reward", threshold: float =
             s = summaries(load_records(path), eps)["overall"]
             table.append([name, str(s["completions"]), _f(s["parse_rate"], 2), _f(s["mean_fidelity"]),
                           _f(s["correct_rate"], 2), _f(s["compression"], 2), _f(s["mntc"], 3),
-                          _f(s["violation_rate"], 2), _f(s.get("pass@1"), 2), _f(s["mean_reward"])])
+                          _f(s["violation_rate"], 2), _f(s.get("pass@1"), 2), _f(s["mean_reward"]),
+                          _f(s["wrong_rewarded_rate"], 2)])
         blocks.append(("table", ["evaluation", "completions", "parse rate", "mean F_avg", "correct", "C (correct only)",
-                                 "MNTC", "V", "pass@1", "mean reward"], table))
+                                 "MNTC", "V", "pass@1", "mean reward", "wrong rewarded"], table))
         for name, path in evals:
             records = load_records(path)
             blocks += [("h3", f"{name}: residual error by T0 bucket (Table VI)"),

@@ -14,7 +14,8 @@ reaches the reward through the dataset's ``target`` column (the JSON spec writte
 Each function has TRL's uniform signature ``f(prompts, completions, **columns) -> list[float]``.
 The first function of :meth:`RubricRewards.functions` also reports the batch metrics of
 docs/metrics.md (parse rate, correct rate, mean fidelity, mean T-count, compression over
-correct circuits, violation rate) through TRL's ``log_metric`` keyword, and the seconds spent
+correct circuits, violation rate, wrong_rewarded_rate and trivial_rate per GRPO group, the
+fraction of each error type) through TRL's ``log_metric`` keyword, and the seconds spent
 scoring as ``timing/reward_s``.
 
 >>> rewards = RubricRewards()
@@ -96,21 +97,25 @@ class RubricRewards:
         self.stats["seconds"] += time.perf_counter() - start
         return out
 
-    def log_batch(self, results: list[EvaluationResult], target: list, log_metric: Callable | None) -> None:
-        """Report the batch metrics through TRL's ``log_metric(name, value)``."""
+    def log_batch(self, results: list[EvaluationResult], target: list, log_metric: Callable | None,
+                  prompts: list | None = None) -> None:
+        """Report the batch metrics through TRL's ``log_metric(name, value)``; completions of
+        the same prompt form one group (``wrong_rewarded_rate``)."""
         if log_metric is None:
             return
         t0s = [self.evaluator(t).target.t0 for t in target]
+        groups = None if prompts is None else [json.dumps(p, sort_keys=True, default=str) for p in prompts]
         for name, value in batch_metrics([r.to_dict() for r in results], t0s,
-                                         1 - self.config.fidelity.correct_threshold).items():
+                                         1 - self.config.fidelity.correct_threshold, groups).items():
             if value == value:  # undefined (NaN) metrics are not logged: TensorBoard refuses None
                 log_metric(name, value)
 
-    def _timed_results(self, completions: list, target: list, log_metric: Callable | None) -> list[EvaluationResult]:
+    def _timed_results(self, completions: list, target: list, log_metric: Callable | None,
+                       prompts: list | None = None) -> list[EvaluationResult]:
         before = self.stats["seconds"]
         results = self.results(completions, target)
         if log_metric is not None:
-            self.log_batch(results, target, log_metric)
+            self.log_batch(results, target, log_metric, prompts)
             log_metric("timing/reward_s", self.stats["seconds"] - before)
         return results
 
@@ -125,7 +130,8 @@ class RubricRewards:
         def reward(prompts=None, completions=None, target=None, log_metric=None, **_: Any) -> list[float]:
             if completions is None or target is None:
                 raise ValueError("reward functions need completions= and target= (dataset column)")
-            results = self._timed_results(list(completions), list(target), log_metric if log else None)
+            results = self._timed_results(list(completions), list(target), log_metric if log else None,
+                                          None if prompts is None else list(prompts))
             if dimension == "total":
                 return [float(r.reward) for r in results]
             return [float(r.scores[dimension]) for r in results]
@@ -164,7 +170,8 @@ def sparse_reward(rewards: RubricRewards, kind: str = "inverse_t") -> Callable[.
 
     def reward(prompts=None, completions=None, target=None, log_metric=None, **_: Any) -> list[float]:
         out = []
-        for r in rewards._timed_results(list(completions), list(target), log_metric):
+        for r in rewards._timed_results(list(completions), list(target), log_metric,
+                                        None if prompts is None else list(prompts)):
             ok = r.average_fidelity is not None and r.average_fidelity >= threshold and r.error is None
             if kind == "correct":
                 out.append(1.0 if ok else 0.0)
