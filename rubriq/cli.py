@@ -325,6 +325,42 @@ def train_variants(
     console.print(f"wrote {len(paths)} variants to {out}: " + ", ".join(p.stem for p in paths))
 
 
+study_app = typer.Typer(help="Studies that measure what training does (docs/studies.md).", no_args_is_help=True)
+app.add_typer(study_app, name="study")
+
+
+@study_app.command("convergence")
+def study_convergence(
+    config: Path = typer.Argument(..., help="Study YAML (configs/studies/convergence_cpu.yaml)."),
+    out: Optional[Path] = typer.Option(None, help="Output folder (default: the study's output_dir)."),
+    arm: Optional[list[str]] = typer.Option(None, help="Run only this arm (repeatable); default: all."),
+    seed: Optional[list[int]] = typer.Option(None, help="Run only this seed (repeatable); default: all."),
+    summary_only: bool = typer.Option(False, "--summary-only", help="Rewrite the summary from finished arm-seeds."),
+) -> None:
+    """Rubric vs gated rubric vs sparse reward vs no RL from one warm-start, over seeds, evaluated on
+    held-out targets by sampling. Resumable: finished arm-seeds are skipped."""
+    import logging
+
+    from rubriq.config import ConfigError
+    from rubriq.studies import convergence
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    try:
+        if summary_only:
+            study = convergence.StudySettings.from_yaml(config)
+            folder = out or Path(study.output_dir)
+            rows = [r for r in (folder / "data" / f"{study.split}.jsonl").read_text().splitlines() if r.strip()]
+            n = min(len(rows), study.max_prompts) if study.max_prompts else len(rows)
+            report = convergence.write_summary(folder, study, n)
+        else:
+            report = convergence.run(config, out, arm or None, seed or None,
+                                     progress=lambda m: console.print(f"[bold]study:[/] {m}"))
+    except (ConfigError, OSError, RuntimeError, ValueError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    console.print(f"[green]summary:[/] {report}")
+
+
 hardware_app = typer.Typer(help="Transpile and run circuits on IBM / IonQ or their offline emulation.",
                            no_args_is_help=True)
 app.add_typer(hardware_app, name="hardware")

@@ -127,14 +127,17 @@ def load_policy(settings, resume: bool = False):
     return tokenizer, model
 
 
-def build(settings, max_steps: int | None = None, resume: bool = False, policy=None):
-    """The RL trainer (GRPO or PPO) for ``settings``; ``policy`` = (tokenizer, model) if loaded."""
+def build(settings, max_steps: int | None = None, resume: bool = False, policy=None, rewards=None,
+          callbacks: list | None = None):
+    """The RL trainer (GRPO or PPO) for ``settings``; ``policy`` = (tokenizer, model) if loaded,
+    ``rewards`` = the :class:`RubricRewards` to score with (its ``stats`` count the simulations),
+    ``callbacks`` = extra transformers callbacks (GRPO)."""
     from rubriq.training.callbacks import EarlyStopper, trainer_callbacks
     from rubriq.training.rewards import RubricRewards, sparse_reward
 
     rows = load_rows(settings)
     tokenizer, model = policy or load_policy(settings, resume)
-    rewards = RubricRewards(settings.rubric, workers=settings.reward.workers)
+    rewards = rewards or RubricRewards(settings.rubric, workers=settings.reward.workers)
     funcs = None
     if settings.reward.kind != "rubric":
         funcs = [sparse_reward(rewards, settings.reward.kind.removeprefix("sparse_"))]
@@ -157,7 +160,8 @@ def build(settings, max_steps: int | None = None, resume: bool = False, policy=N
         grpo["max_steps"] = max_steps
     return build_grpo_trainer(model, tokenizer, rows, rewards, grpo_args=grpo, lora=lora_kwargs(settings),
                               reward_funcs=funcs, shared_prompt_prefill=settings.shared_prompt_prefill,
-                              callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo"))
+                              callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo")
+                              + list(callbacks or ()))
 
 
 def warn_cpu_precision(settings) -> None:

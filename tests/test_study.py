@@ -1,0 +1,125 @@
+"""The convergence study end to end on a tiny random model (2 steps per arm-seed), its
+resumability, and the aggregation against hand-computed numbers."""
+
+import csv
+import json
+import math
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+pytest.importorskip("trl")
+
+SMALL = {"qft_sizes": [2], "qpe_sizes": [], "hamiltonian_sizes": [], "encoding_sizes": [2], "encoding_seeds": [0, 1],
+         "encodings": ["basis_encoding", "angle_encoding"], "formats": ["qasm2"], "prompt_style": "compact",
+         "held_out": {}, "fractions": [0.0, 0.4]}
+CPU = {"use_cpu": True, "bf16": False, "gradient_checkpointing": False}
+
+
+def _configs(tmp_path, arms):
+    train = {"model": {"name_or_path": "embedded", "tiny": True},
+             "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+             "data": {"build": SMALL},
+             "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
+             "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6,
+                      "temperature": 1.0, **CPU}}
+    (tmp_path / "train.yaml").write_text(yaml.safe_dump(train))
+    study = {"train_config": "train.yaml", "output_dir": str(tmp_path / "out"), "arms": arms, "seeds": [0, 1],
+             "steps": 2, "eval_every": 1, "samples": 2, "batch_size": 8, "target_correct_rate": 0.5}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    return tmp_path / "study.yaml"
+
+
+@pytest.fixture(scope="module")
+def study_run(tmp_path_factory):
+    import os
+
+    os.environ.setdefault("RUBRIQ_CACHE", str(tmp_path_factory.mktemp("cache")))
+    from rubriq.cli import app
+
+    tmp = tmp_path_factory.mktemp("study")
+    config = _configs(tmp, {"rubric": {"reward": "rubric"}, "none": {"reward": "none"}})
+    result = CliRunner().invoke(app, ["study", "convergence", str(config)])
+    assert result.exit_code == 0, result.output
+    return tmp, config
+
+
+def test_study_runs_every_arm_seed_and_writes_summary_and_plots(study_run):
+    tmp, _ = study_run
+    out = tmp / "out"
+    for name in ("summary.md", "summary.json", "per_step.csv", "curves.png", "training.png"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    rows = list(csv.DictReader(open(out / "per_step.csv")))
+    # 2 arms x 2 seeds x evaluations at steps 0, 1, 2
+    assert sorted((r["arm"], r["seed"], r["step"]) for r in rows) == sorted(
+        (a, str(s), str(t)) for a in ("rubric", "none") for s in (0, 1) for t in (0, 1, 2))
+    summary = json.loads((out / "summary.json").read_text())
+    held_out = [json.loads(x) for x in (out / "data" / "test.jsonl").read_text().splitlines()]
+    train = [json.loads(x) for x in (out / "data" / "train.jsonl").read_text().splitlines()]
+    assert summary["eval_prompts"] == len(held_out) and not {r["target"] for r in held_out} & {r["target"] for r in train}
+    # step 0 is the shared SFT policy: equal for both arms of a seed
+    for seed in ("0", "1"):
+        at0 = [r for r in rows if r["seed"] == seed and r["step"] == "0"]
+        assert at0[0]["mean_reward"] == at0[1]["mean_reward"]
+    # the trained arm logged its training signal and counted its simulations; the control none
+    rubric = [json.loads(x) for x in (out / "arms" / "rubric" / "seed0" / "metrics.jsonl").read_text().splitlines()]
+    assert any("frac_reward_zero_std" in r for r in rubric) and any("wrong_rewarded_rate" in r for r in rubric)
+    done = json.loads((out / "arms" / "rubric" / "seed0" / "done.json").read_text())
+    assert 0 < done["simulations"] <= 2 * 4          # 2 steps x 4 completions, distinct texts only
+    assert json.loads((out / "arms" / "none" / "seed0" / "done.json").read_text())["simulations"] == 0
+    # every held-out evaluation scored k = 2 samples per held-out prompt
+    records = [json.loads(x) for x in (out / "arms" / "rubric" / "seed1" / "records_step2.jsonl").read_text().splitlines()]
+    assert len(records) == 2 * len(held_out) and {r["sample"] for r in records} == {0, 1}
+    assert "| rubric - none |" in (out / "summary.md").read_text()
+
+
+def test_study_resumes_without_redoing_finished_arm_seeds(study_run):
+    from rubriq.cli import app
+
+    tmp, config = study_run
+    done = tmp / "out" / "arms" / "rubric" / "seed0" / "done.json"
+    before = done.stat().st_mtime_ns
+    (tmp / "out" / "arms" / "none" / "seed1" / "done.json").unlink()   # as if stopped during it
+    result = CliRunner().invoke(app, ["study", "convergence", str(config)])
+    assert result.exit_code == 0, result.output
+    assert done.stat().st_mtime_ns == before
+    assert (tmp / "out" / "arms" / "none" / "seed1" / "done.json").is_file()
+    rows = list(csv.DictReader(open(tmp / "out" / "per_step.csv")))
+    assert len(rows) == 12
+
+
+def test_unknown_arm_and_bad_settings_are_clear_errors(tmp_path):
+    from rubriq.cli import app
+
+    config = _configs(tmp_path, {"rubric": {"reward": "rubric"}})
+    result = CliRunner().invoke(app, ["study", "convergence", str(config), "--arm", "nope"])
+    assert result.exit_code == 2 and "unknown arm" in result.output
+    bad = yaml.safe_load(config.read_text()) | {"samples": 1}
+    config.write_text(yaml.safe_dump(bad))
+    result = CliRunner().invoke(app, ["study", "convergence", str(config)])
+    assert result.exit_code == 2 and "samples must be >= 2" in result.output
+
+
+def test_aggregate_means_intervals_time_to_target_and_paired_differences():
+    from rubriq.studies.convergence import StudySettings, aggregate
+
+    from rubriq.studies.convergence import ArmSettings
+
+    study = StudySettings(train_config="x.yaml", arms={"rubric": ArmSettings(), "none": ArmSettings(reward="none")},
+                          seeds=(0, 1, 2), steps=10, eval_every=10, target_correct_rate=0.5)
+    base = {"mean_reward": 0.5, "pass@k": 0.5, "mean_t_correct": 3.0, "wrong_rewarded_rate": 0.0,
+            "trivial_rate": 0.0, "parse_rate": 1.0, "mean_fidelity": 0.9, "arm_seconds": 60.0, "train/reward": 0.4}
+    correct = {("rubric", 0): (0.2, 0.6), ("rubric", 1): (0.3, 0.4), ("rubric", 2): (0.1, 0.8),
+               ("none", 0): (0.2, 0.2), ("none", 1): (0.3, 0.3), ("none", 2): (0.1, 0.1)}
+    rows = [{**base, "arm": a, "seed": s, "step": step, "correct_rate": c[i], "simulations": 40 * step}
+            for (a, s), c in correct.items() for i, step in enumerate((0, 10))]
+    agg = aggregate(rows, study)
+    m, lo, hi = agg["arms"]["rubric"]["per_step"][10]["correct_rate"]
+    assert m == pytest.approx(0.6)
+    # t(0.975, 2) = 4.302653 x stdev(0.6, 0.4, 0.8) = 0.2 / sqrt(3)
+    assert hi - m == pytest.approx(4.302653 * 0.2 / math.sqrt(3), rel=1e-5)
+    assert agg["arms"]["rubric"]["time_to_target"] == [10, None, 10]
+    assert agg["arms"]["rubric"]["simulations_to_target"] == [400, None, 400]
+    d = agg["differences"]["rubric - none"]["correct_rate"]
+    assert d[0] == pytest.approx((0.4 + 0.1 + 0.7) / 3)
