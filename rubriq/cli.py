@@ -275,6 +275,8 @@ def train_run(
     machine_rank: int = typer.Option(0, help="Rank of this machine."),
     main_process_ip: Optional[str] = typer.Option(None, help="Rank-0 host for multi-node runs."),
     accelerate_config: Optional[Path] = typer.Option(None, help="e.g. configs/accelerate/deepspeed_zero2.yaml"),
+    cpu: bool = typer.Option(False, "--cpu", help="Run the accelerate processes on CPUs (gloo): tests, debugging."),
+    main_process_port: int = typer.Option(29500, help="Rendezvous port of rank 0."),
     resume: bool = typer.Option(False, help="Continue from the last checkpoint in output_dir."),
     max_steps: Optional[int] = typer.Option(None, help="Override the RL max_steps."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, print the command, run nothing."),
@@ -286,8 +288,8 @@ def train_run(
     from rubriq.training.config import TrainSettings
     from rubriq.training.launch import LaunchSettings, as_shell, check_runnable, launch_command
 
-    launch = LaunchSettings(launcher, num_processes, num_machines, machine_rank, main_process_ip,
-                            accelerate_config=str(accelerate_config) if accelerate_config else None)
+    launch = LaunchSettings(launcher, num_processes, num_machines, machine_rank, main_process_ip, main_process_port,
+                            accelerate_config=str(accelerate_config) if accelerate_config else None, cpu=cpu)
     try:
         settings = TrainSettings.from_yaml(config)
         cmd = launch_command(config, launch, resume=resume, max_steps=max_steps)

@@ -7,7 +7,10 @@ The paper's multi-GPU command is
 and multi-node adds ``--config_file configs/accelerate/deepspeed_zero2.yaml --num_machines 2
 --machine_rank R --main_process_ip HOST`` (``scripts/submit_rubriq_perlmutter.slurm``).
 :func:`launch_command` writes these commands; ``rubriq train run --dry-run`` prints them
-without running anything, which is how they are tested on a machine without GPUs.
+without running anything.  With ``cpu`` the processes run on CPUs (torchrun through
+``accelerate launch --multi_gpu`` on a machine without GPUs; torch.distributed's gloo backend;
+the training config must set ``use_cpu: true``): that is how the multi-process path is really
+run in the tests (tests/test_multiprocess.py), and how it can be debugged without GPUs.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ class LaunchSettings:
     main_process_port: int = 29500
     accelerate_config: str | None = None
     """An accelerate config file, e.g. configs/accelerate/deepspeed_zero2.yaml."""
+    cpu: bool = False
+    """Run the processes on CPUs (gloo), one machine: tests and debugging."""
 
 
 def launch_command(config: str | Path, launch: LaunchSettings = LaunchSettings(), resume: bool = False,
@@ -52,6 +57,13 @@ def launch_command(config: str | Path, launch: LaunchSettings = LaunchSettings()
     cmd = ["accelerate", "launch"]
     if launch.accelerate_config:
         cmd += ["--config_file", str(launch.accelerate_config)]
+    if launch.cpu:
+        if launch.num_machines != 1 or launch.accelerate_config:
+            raise ValueError("--cpu runs the processes on this machine, without an accelerate config")
+        # accelerate's --cpu with several processes needs MPI; torchrun (--multi_gpu) on a machine
+        # without GPUs gives CPU processes on gloo
+        cmd += ["--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                "--main_process_port", str(launch.main_process_port)]
     cmd += ["--num_processes", str(launch.num_processes)]
     if launch.num_machines > 1:
         if not launch.main_process_ip:
@@ -80,9 +92,10 @@ def check_runnable(launch: LaunchSettings) -> None:
         gpus = torch.cuda.device_count()
     except ImportError:
         gpus = 0
-    if gpus == 0 and launch.num_processes > 1:
+    if gpus == 0 and launch.num_processes > 1 and not launch.cpu:
         raise RuntimeError(f"{launch.num_processes} processes need GPUs and this machine has none; "
-                           "print the command with --dry-run, or train on CPU with --launcher python")
+                           "print the command with --dry-run, run them on CPUs with --cpu (and use_cpu: true "
+                           "in the config), or train in one process with --launcher python")
 
 
 def as_shell(cmd: list[str]) -> str:

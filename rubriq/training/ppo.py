@@ -15,7 +15,13 @@ hand-derived values:
 The value head is a linear layer on the last hidden state of the shared backbone (the
 architecture of TRL's former ``AutoModelForCausalLMWithValueHead``); the reference policy is
 the same model with the LoRA adapter disabled, so no second copy is held in memory.
-Checkpoints hold the adapter, the value head, the optimizer, the RNG states and the step; the
+
+Devices and processes: every tensor lives on the model's device (``accelerate``'s device: a
+GPU per process under ``accelerate launch``, else the CPU).  With several processes
+(``torch.distributed`` initialized by accelerate: gloo on CPUs, NCCL on GPUs) each rank rolls
+out its own share of the prompts, gradients are averaged over the ranks before each optimizer
+step (what DDP does; done by hand because the value head and the PEFT model are two modules),
+and rank 0 alone writes logs and checkpoints.  Checkpoints hold the adapter, the value head, the optimizer, the RNG states and the step; the
 prompt order is a seeded permutation per epoch, so ``--resume`` replays the same data order.
 """
 
@@ -87,7 +93,7 @@ def token_rewards(terminal: torch.Tensor, logprobs: torch.Tensor, ref_logprobs: 
     """
     rewards = kl_coef * (ref_logprobs - logprobs) * mask
     last = (mask.sum(dim=1) - 1).clamp(min=0).long()
-    rewards[torch.arange(len(terminal)), last] += terminal
+    rewards[torch.arange(len(terminal), device=rewards.device), last] += terminal.to(rewards.device)
     return rewards
 
 
@@ -103,7 +109,7 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
     """
     values = values * mask
     advantages = torch.zeros_like(rewards)
-    last = torch.zeros(rewards.shape[0], dtype=rewards.dtype)
+    last = torch.zeros(rewards.shape[0], dtype=rewards.dtype, device=rewards.device)
     for t in reversed(range(rewards.shape[1])):
         next_value = values[:, t + 1] if t + 1 < rewards.shape[1] else torch.zeros_like(last)
         delta = rewards[:, t] + gamma * next_value - values[:, t]
@@ -154,6 +160,34 @@ def forward_logprobs_values(model, head: ValueHead | None, input_ids: torch.Tens
     return logprobs, values
 
 
+# -- processes ---------------------------------------------------------------------------------
+def _world() -> tuple[int, int]:
+    """(rank, world size) of torch.distributed, (0, 1) when it is not initialized."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def average_gradients(params: list[torch.Tensor]) -> None:
+    """Average ``params``' gradients over the processes (no-op in one process)."""
+    rank, world = _world()
+    if world == 1:
+        return
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        torch.distributed.all_reduce(p.grad)
+        p.grad /= world
+
+
+def _device():
+    """The device accelerate assigns this process (initializes torch.distributed under a launcher)."""
+    from accelerate import PartialState
+
+    return PartialState().device
+
+
 # -- the loop ----------------------------------------------------------------------------------
 class PPOTrainer:
     """Sparse-PPO on chat prompt rows with a TRL-style reward function (one scalar per completion)."""
@@ -169,11 +203,15 @@ class PPOTrainer:
         self.tokenizer = tokenizer
         self.output_dir = Path(output_dir)
         self.callbacks = callbacks or []
-        torch.manual_seed(settings.seed)
         if lora is None:
             raise ValueError("PPO here runs on a LoRA adapter (the reference policy is the adapter-off model)")
-        self.model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **lora))
-        self.head = ValueHead(model.config.hidden_size)
+        self.device = _device()
+        self.rank, self.world = _world()
+        torch.manual_seed(settings.seed)  # the same adapter and head on every rank
+        self.model = get_peft_model(model.to(self.device), LoraConfig(task_type="CAUSAL_LM", **lora))
+        self.head = ValueHead(model.config.hidden_size).to(self.device)
+        if self.rank:
+            torch.manual_seed(settings.seed + self.rank)  # each rank samples its own completions
         params = [p for p in self.model.parameters() if p.requires_grad] + list(self.head.parameters())
         self.optimizer = torch.optim.AdamW(params, lr=settings.learning_rate)
         self.step = 0
@@ -182,11 +220,13 @@ class PPOTrainer:
             tokenizer.pad_token = tokenizer.eos_token
         tokenizer.padding_side = "left"
 
-    # order of prompts: a seeded permutation per epoch (deterministic across resumes)
+    # order of prompts: a seeded permutation per epoch (deterministic across resumes); rank r
+    # of w processes takes the r-th of w consecutive batches
     def batch_rows(self, step: int) -> list[dict]:
         n, b = len(self.rows), self.settings.batch_size
+        first = (step * self.world + self.rank) * b
         out = []
-        for i in range(step * b, step * b + b):
+        for i in range(first, first + b):
             epoch, pos = divmod(i, n)
             order = list(range(n))
             random.Random(self.settings.seed + epoch).shuffle(order)
@@ -198,7 +238,7 @@ class PPOTrainer:
         s = self.settings
         prompts = [self.tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
                    for r in rows]
-        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         start = time.perf_counter()
         self.model.eval()
         seq = self.model.generate(**enc, do_sample=True, temperature=s.temperature, top_p=s.top_p,
@@ -218,7 +258,7 @@ class PPOTrainer:
         logged: dict[str, list[float]] = {}
         terminal = torch.tensor(self.reward_fn(prompts=prompts, completions=texts, target=[r["target"] for r in rows],
                                                log_metric=lambda k, v: logged.setdefault(k, []).append(v)),
-                                dtype=torch.float)
+                                dtype=torch.float, device=self.device)
         reward_s = time.perf_counter() - start
         logprobs, values = forward_logprobs_values(self.model, self.head, seq, attention, prompt_len)
         with self.model.disable_adapter():
@@ -239,7 +279,7 @@ class PPOTrainer:
         stats: dict[str, list[float]] = {"policy_loss": [], "value_loss": [], "clipfrac": []}
         n = len(mask)
         for _ in range(s.ppo_epochs):
-            for idx in torch.randperm(n).split(s.mini_batch_size):
+            for idx in torch.randperm(n, device=mask.device).split(s.mini_batch_size):
                 logprobs, values = forward_logprobs_values(self.model, self.head, ro["seq"][idx], ro["attention"][idx],
                                                            ro["prompt_len"])
                 pl, clipfrac = policy_loss(logprobs, ro["logprobs"][idx], advantages[idx], mask[idx], s.clip_range)
@@ -247,8 +287,9 @@ class PPOTrainer:
                 loss = pl + s.vf_coef * vl
                 self.optimizer.zero_grad()
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_([p for g in self.optimizer.param_groups for p in g["params"]],
-                                               s.max_grad_norm)
+                params = [p for g in self.optimizer.param_groups for p in g["params"]]
+                average_gradients(params)
+                torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm)
                 self.optimizer.step()
                 stats["policy_loss"].append(pl.item())
                 stats["value_loss"].append(vl.item())
@@ -258,22 +299,33 @@ class PPOTrainer:
 
     # -- checkpoints ------------------------------------------------------------------------
     def save(self, directory: Path) -> None:
+        """Adapter, value head, optimizer, RNG and step (rank 0 writes; the others wait for it)."""
+        if self.rank != 0:
+            self._barrier()
+            return
         directory.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(directory)
         torch.save({"head": self.head.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
                     "torch_rng": torch.get_rng_state()}, directory / "ppo_state.pt")
         (directory / "trainer_state.json").write_text(json.dumps({"global_step": self.step}))
+        self._barrier()
+
+    def _barrier(self) -> None:
+        if self.world > 1:
+            torch.distributed.barrier()
 
     def load(self, directory: Path) -> None:
         from peft import set_peft_model_state_dict
         from safetensors.torch import load_file
 
         set_peft_model_state_dict(self.model, load_file(str(directory / "adapter_model.safetensors")))
-        state = torch.load(directory / "ppo_state.pt", weights_only=False)
+        state = torch.load(directory / "ppo_state.pt", weights_only=False, map_location=self.device)
         self.head.load_state_dict(state["head"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.step = state["step"]
-        torch.set_rng_state(state["torch_rng"])
+        torch.set_rng_state(state["torch_rng"].cpu())
+        if self.rank:  # the checkpoint holds rank 0's stream; the others get their own
+            torch.manual_seed(self.settings.seed + self.rank + 1_000 * self.step)
 
     # -- training ---------------------------------------------------------------------------
     def train(self, resume_from_checkpoint: str | None = None) -> None:
@@ -283,13 +335,13 @@ class PPOTrainer:
         if resume_from_checkpoint:
             self.load(Path(resume_from_checkpoint))
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        if s.tensorboard:
+        if s.tensorboard and self.rank == 0:
             from torch.utils.tensorboard import SummaryWriter
 
             self.writer = SummaryWriter(str(self.output_dir / "runs"))
         from rich.progress import Progress
 
-        with Progress(transient=True) as progress:
+        with Progress(transient=True, disable=self.rank != 0) as progress:
             task = progress.add_task("PPO", total=s.max_steps, completed=self.step)
             while self.step < s.max_steps:
                 start = time.perf_counter()
@@ -297,12 +349,16 @@ class PPOTrainer:
                 update = self.ppo_update(ro)
                 self.step += 1
                 step_s = time.perf_counter() - start
-                log = {"phase": "ppo", "step": self.step, "reward": float(ro["terminal"].mean()), **ro["metrics"],
+                reward = ro["terminal"].mean()
+                if self.world > 1:  # the mean over every rank's completions
+                    torch.distributed.all_reduce(reward)
+                    reward = reward / self.world
+                log = {"phase": "ppo", "step": self.step, "reward": float(reward), **ro["metrics"],
                        **update, "step_time": step_s, "timing/generation_s": ro["generation_s"],
                        "timing/reward_s": ro["reward_s"],
                        "timing/update_s": step_s - ro["generation_s"] - ro["reward_s"],
                        "tokens_per_s": ro["tokens"] / ro["generation_s"] if ro["generation_s"] else math.nan}
-                if self.step % s.logging_steps == 0:
+                if self.step % s.logging_steps == 0 and self.rank == 0:
                     append_jsonl(self.output_dir / "metrics.jsonl", log)
                     if self.writer is not None:
                         for k, v in log.items():

@@ -151,17 +151,21 @@ def build(settings, max_steps: int | None = None, resume: bool = False, policy=N
             ppo = dataclasses.replace(ppo, max_steps=max_steps)
         reward = funcs[0] if funcs else rewards.function("total", log=True)
         stopper = EarlyStopper(settings.early_stopping)
-        return PPOTrainer(model, tokenizer, rows, reward, ppo, output_dir, lora=lora_kwargs(settings),
-                          callbacks=[lambda log: stopper.update(log.get(settings.early_stopping.metric))])
+        trainer = PPOTrainer(model, tokenizer, rows, reward, ppo, output_dir, lora=lora_kwargs(settings),
+                             callbacks=[lambda log: stopper.update(log.get(settings.early_stopping.metric))])
+        trainer.rubriq_rewards = rewards
+        return trainer
     from rubriq.training.grpo import build_grpo_trainer
 
     grpo = {"output_dir": str(output_dir), **settings.grpo}
     if max_steps is not None:
         grpo["max_steps"] = max_steps
-    return build_grpo_trainer(model, tokenizer, rows, rewards, grpo_args=grpo, lora=lora_kwargs(settings),
-                              reward_funcs=funcs, shared_prompt_prefill=settings.shared_prompt_prefill,
-                              callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo")
-                              + list(callbacks or ()))
+    trainer = build_grpo_trainer(model, tokenizer, rows, rewards, grpo_args=grpo, lora=lora_kwargs(settings),
+                                 reward_funcs=funcs, shared_prompt_prefill=settings.shared_prompt_prefill,
+                                 callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo")
+                                 + list(callbacks or ()))
+    trainer.rubriq_rewards = rewards
+    return trainer
 
 
 def warn_cpu_precision(settings) -> None:
@@ -211,7 +215,19 @@ def train(settings, max_steps: int | None = None, resume: bool = False) -> Path:
     trainer.train(resume_from_checkpoint=checkpoint)
     final = output_dir / "final"
     trainer.save_model(str(final))
+    write_reward_stats(output_dir, trainer.rubriq_rewards)
     return final
+
+
+def write_reward_stats(output_dir: Path, rewards) -> Path:
+    """``output_dir/reward_stats/rank<R>.json``: completions this process scored (``requests``),
+    distinct ones simulated (``evaluated``) and seconds, one file per process (every rank
+    scores its own completions under accelerate)."""
+    folder = Path(output_dir) / "reward_stats"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"rank{_rank()}.json"
+    path.write_text(json.dumps(dict(rewards.stats), indent=2))
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
