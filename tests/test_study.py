@@ -123,3 +123,30 @@ def test_aggregate_means_intervals_time_to_target_and_paired_differences():
     assert agg["arms"]["rubric"]["simulations_to_target"] == [400, None, 400]
     d = agg["differences"]["rubric - none"]["correct_rate"]
     assert d[0] == pytest.approx((0.4 + 0.1 + 0.7) / 3)
+
+
+def test_quickstart_reports_sampled_held_out_metrics_with_intervals(tmp_path, monkeypatch):
+    """The quickstart pipeline on the tiny model: every phase sampled k = 2 times per held-out
+    prompt, intervals and paired differences in the report."""
+    monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
+    from rubriq.training.quickstart import run
+
+    config = {"model": {"name_or_path": "embedded", "tiny": True},
+              "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+              "data": {"build": SMALL},
+              "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
+              "evaluation": {"samples": 2, "temperature": 1.0, "max_new_tokens": 6, "batch_size": 8},
+              "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6,
+                       "max_steps": 2, "logging_steps": 1, "save_strategy": "no", **CPU}}
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(config))
+    report = run(tmp_path / "q.yaml", tmp_path / "out")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    held_out = len((tmp_path / "out" / "data" / "test.jsonl").read_text().splitlines())
+    for phase, s in summary["summaries"].items():
+        assert s["completions"] == 2 * held_out, phase
+        assert len(s["correct_ci"]) == 3 and "pass@2" in s
+    assert set(summary["differences"]) == {"before SFT -> after SFT", "after SFT -> after GRPO"}
+    text = report.read_text()
+    assert "2 completions sampled per prompt at temperature 1.0" in text and "Paired per-prompt differences" in text
+    # a random tiny model never gets a circuit right: no effect, and the report says so
+    assert "GRPO had no measurable effect" in text or summary["differences"]["after SFT -> after GRPO"]["correct"][1] is None

@@ -170,6 +170,69 @@ def summarize_by(records: Iterable[Mapping[str, Any]], key: str, eps: float = DE
     return {g: summarize(rs, eps, ks) for g, rs in sorted(groups.items())}
 
 
+def mean_ci(values: Iterable[float | None], level: float = 0.95) -> tuple[float | None, float | None, float | None]:
+    """Mean and two-sided Student-t interval (over seeds, or over prompts); None values are
+    dropped; for one value the interval is that value.
+
+    >>> m, lo, hi = mean_ci([0.2, 0.4, 0.6])
+    >>> round(m, 3), round(lo, 3), round(hi, 3)      # t(0.975, 2) = 4.303, s/sqrt(3) = 0.115
+    (0.4, -0.097, 0.897)
+    """
+    from scipy import stats
+
+    values = [float(v) for v in values if v is not None and math.isfinite(v)]
+    if not values:
+        return None, None, None
+    m = statistics.fmean(values)
+    if len(values) == 1:
+        return m, m, m
+    half = float(stats.t.ppf(0.5 + level / 2, len(values) - 1)) * statistics.stdev(values) / math.sqrt(len(values))
+    return m, m - half, m + half
+
+
+def per_prompt_ci(records: Iterable[Mapping[str, Any]], metric: str = "correct", eps: float = DEFAULT_EPS,
+                  level: float = 0.95) -> tuple[float | None, float | None, float | None]:
+    """Mean over prompts of the per-prompt mean of ``metric`` (``correct`` or ``reward``) with a
+    t-interval over prompts: samples of one prompt are not independent, prompts are.
+
+    >>> ok = {"parsed": True, "average_fidelity": 1.0, "reward": 0.9}
+    >>> bad = {"parsed": True, "average_fidelity": 0.2, "reward": 0.5}
+    >>> recs = [{"prompt_id": p, "result": r} for p, r in [("a", ok), ("a", bad), ("b", ok), ("b", ok)]]
+    >>> per_prompt_ci(recs)[0], per_prompt_ci(recs, "reward")[0]
+    (0.75, 0.8)
+    """
+    return mean_ci(list(_prompt_means(records, metric, eps).values()), level)
+
+
+def _prompt_means(records: Iterable[Mapping[str, Any]], metric: str, eps: float) -> dict[Any, float]:
+    """Per-prompt mean of ``correct`` (0/1) or of a numeric result field such as ``reward``."""
+    if metric not in ("correct", "reward"):
+        raise ValueError(f"metric must be 'correct' or 'reward', got {metric!r}")
+    groups: dict[Any, list[float]] = defaultdict(list)
+    for i, rec in enumerate(records):
+        res = _res(rec)
+        groups[rec.get("prompt_id", i)].append(
+            float(is_correct(res, eps)) if metric == "correct" else float(res.get(metric) or 0.0))
+    return {k: statistics.fmean(v) for k, v in groups.items()}
+
+
+def paired_prompt_difference(before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]],
+                             metric: str = "correct", eps: float = DEFAULT_EPS,
+                             level: float = 0.95) -> tuple[float | None, float | None, float | None]:
+    """Mean over the prompts both phases share of (per-prompt mean after - before) of ``metric``
+    (``correct`` or ``reward``), with its t-interval over prompts.
+
+    >>> ok = {"parsed": True, "average_fidelity": 1.0, "reward": 0.9}
+    >>> bad = {"parsed": True, "average_fidelity": 0.2, "reward": 0.5}
+    >>> b = [{"prompt_id": "a", "result": bad}, {"prompt_id": "b", "result": ok}]
+    >>> a = [{"prompt_id": "a", "result": ok}, {"prompt_id": "b", "result": ok}]
+    >>> [round(v, 3) for v in paired_prompt_difference(b, a)]   # t(0.975, 1) = 12.706, s/sqrt(2) = 0.5
+    [0.5, -5.853, 6.853]
+    """
+    b, a = _prompt_means(before, metric, eps), _prompt_means(after, metric, eps)
+    return mean_ci([a[k] - b[k] for k in a if k in b], level)
+
+
 def batch_metrics(results: list, t0s: list[int | None], eps: float = DEFAULT_EPS,
                   groups: list[Any] | None = None) -> dict[str, float]:
     """The per-step training metrics (flat floats; NaN where undefined, which TRL skips).
@@ -189,5 +252,5 @@ def batch_metrics(results: list, t0s: list[int | None], eps: float = DEFAULT_EPS
             **{f"errors/{k}": v / s["completions"] for k, v in s["errors"].items()}}
 
 
-__all__ = ["DEFAULT_EPS", "batch_metrics", "is_correct", "is_trivial", "pass_at_k", "summarize", "summarize_by",
-           "violates", "wrong_rewarded"]
+__all__ = ["DEFAULT_EPS", "batch_metrics", "is_correct", "is_trivial", "mean_ci", "paired_prompt_difference",
+           "pass_at_k", "per_prompt_ci", "summarize", "summarize_by", "violates", "wrong_rewarded"]

@@ -69,15 +69,23 @@ def learning_curves(metrics: Iterable[dict], out: str | Path, title: str = "GRPO
 
 
 def phase_bars(summaries: dict[str, dict], out: str | Path, title: str = "Held-out prompts") -> Path:
-    """Parse rate, fraction F_avg >= 0.99 and mean reward per phase (before SFT, after SFT ...)."""
+    """Parse rate, fraction F_avg >= 0.99 and mean reward per phase (before SFT, after SFT ...),
+    with the 95% interval as an error bar where the summary has one (``correct_ci``, ``reward_ci``)."""
     plt = _pyplot()
     phases = list(summaries)
-    metrics = [("parse_rate", "parse rate"), ("correct_rate", "fraction F_avg >= 0.99"), ("mean_reward", "mean reward")]
+    metrics = [("parse_rate", "parse rate", None), ("correct_rate", "fraction F_avg >= 0.99", "correct_ci"),
+               ("mean_reward", "mean reward", "reward_ci")]
     fig, ax = plt.subplots(figsize=(7, 3.6))
     width = 0.8 / len(metrics)
-    for i, (key, label) in enumerate(metrics):
+    for i, (key, label, ci) in enumerate(metrics):
         xs = [p + i * width for p in range(len(phases))]
-        ax.bar(xs, [summaries[p].get(key) or 0.0 for p in phases], width, label=label)
+        heights = [summaries[p].get(key) or 0.0 for p in phases]
+        yerr = None
+        if ci and all((summaries[p].get(ci) or [None])[0] is not None for p in phases):
+            lo = [max(0.0, summaries[p][ci][1]) for p in phases]
+            hi = [min(1.0, summaries[p][ci][2]) for p in phases]
+            yerr = [[max(0.0, h - l) for h, l in zip(heights, lo)], [max(0.0, u - h) for h, u in zip(heights, hi)]]
+        ax.bar(xs, heights, width, label=label, yerr=yerr, capsize=3 if yerr else 0)
     ax.set_xticks([p + width for p in range(len(phases))], phases)
     ax.set(ylabel="fraction / reward (0-1)", title=title, ylim=(0, 1.05))
     ax.legend(fontsize=8)

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
+from rubriq.evaluation.metrics import mean_ci
 
 log = logging.getLogger(__name__)
 
@@ -134,25 +135,6 @@ class StudySettings:
 def eval_seed(seed: int, step: int) -> int:
     """Sampling seed of the held-out evaluation at ``step`` (equal for every arm)."""
     return 1_000_003 * (seed + 1) + step
-
-
-def mean_ci(values: list[float], level: float = 0.95) -> tuple[float | None, float | None, float | None]:
-    """Mean and two-sided t-interval over seeds (the half-width is 0 for one value).
-
-    >>> m, lo, hi = mean_ci([0.2, 0.4, 0.6])
-    >>> round(m, 3), round(lo, 3), round(hi, 3)      # t(0.975, 2) = 4.303, s/sqrt(3) = 0.115
-    (0.4, -0.097, 0.897)
-    """
-    from scipy import stats
-
-    values = [float(v) for v in values if v is not None and math.isfinite(v)]
-    if not values:
-        return None, None, None
-    m = statistics.fmean(values)
-    if len(values) == 1:
-        return m, m, m
-    half = float(stats.t.ppf(0.5 + level / 2, len(values) - 1)) * statistics.stdev(values) / math.sqrt(len(values))
-    return m, m - half, m + half
 
 
 # -- one evaluation -------------------------------------------------------------------------------

@@ -1,11 +1,16 @@
 """``rubriq quickstart``: the whole pipeline on a laptop CPU, end to end, in minutes.
 
 Top to bottom (``configs/quickstart_cpu.yaml``): prepare the embedded SmolLM2-135M-Instruct;
-build a small prompt dataset with a held-out split; evaluate the base model on the held-out
-prompts; SFT warm-start on the training references; evaluate; a few GRPO steps with the rubric
-reward; evaluate; write ``report.md`` (parse rate, mean reward, fraction F_avg >= 0.99 per
-phase; GRPO step-time breakdown), ``reward_curve.png``, ``phases.png``, the scored completions
-of each phase (JSONL) and ``summary.json`` under the output folder.
+build a small prompt dataset with a held-out split (by target); evaluate the base model on the
+held-out prompts; SFT warm-start on the training references; evaluate; a few GRPO steps with the
+rubric reward; evaluate; write ``report.md``, ``reward_curve.png``, ``phases.png``, the scored
+completions of each phase (JSONL) and ``summary.json`` under the output folder.
+
+Every evaluation **samples** ``evaluation.samples`` completions per held-out prompt at
+``evaluation.temperature`` (the training temperature): the report gives, per phase, the
+correct rate and mean reward with 95% t-intervals over prompts, pass@k, and the paired
+per-prompt differences between phases; when the interval of the GRPO difference contains 0
+it says that GRPO had no measurable effect at this budget and points to the convergence study.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ def step_breakdown(metrics: list[dict]) -> dict[str, float]:
 def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickstart", max_steps: int | None = None,
         console: Any = None) -> Path:
     """Run the quickstart; return the path of the report."""
-    from rubriq.evaluation.metrics import summarize
+    from rubriq.evaluation.metrics import paired_prompt_difference, per_prompt_ci, summarize
     from rubriq.evaluation.plots import learning_curves, phase_bars, read_metrics
     from rubriq.evaluation.sampling import save_records
     from rubriq.training.config import TrainSettings
@@ -80,16 +85,22 @@ def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickst
 
     summaries: dict[str, dict] = {}
 
+    records_of: dict[str, list[dict]] = {}
+    k = settings.evaluation.samples
+    eps = 1 - settings.rubric.fidelity.correct_threshold
+
     def evaluate(label: str, step: str) -> None:
-        _say(console, f"[bold]{step}[/] evaluating {label} on the held-out prompts")
+        _say(console, f"[bold]{step}[/] evaluating {label} on the held-out prompts ({k} samples each)")
         start = time.perf_counter()
-        records = evaluate_policy(settings, model, tokenizer, eval_rows, label)
+        records = records_of[label] = evaluate_policy(settings, model, tokenizer, eval_rows, label)
         save_records(records, out / f"eval_{label.replace(' ', '_').lower()}.jsonl")
-        summaries[label] = summarize(records, ks=(1,))
+        summaries[label] = summarize(records, eps, ks=tuple(sorted({1, k})))
+        summaries[label]["correct_ci"] = per_prompt_ci(records, "correct", eps)
+        summaries[label]["reward_ci"] = per_prompt_ci(records, "reward", eps)
         seconds[f"eval {label}"] = time.perf_counter() - start
         s = summaries[label]
         _say(console, f"    parse rate {s['parse_rate']:.2f}, mean reward {s['mean_reward']:.3f}, "
-                      f"F_avg >= 0.99: {s['correct_rate']:.2f}")
+                      f"correct (F_avg >= {settings.rubric.fidelity.correct_threshold}): {s['correct_rate']:.2f}")
 
     evaluate(PHASES[0], "2/6")
     _say(console, "[bold]3/6[/] SFT warm-start on the training references")
@@ -109,9 +120,14 @@ def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickst
     metrics = read_metrics(out / "train" / "metrics.jsonl", phase="grpo")
     breakdown = step_breakdown(metrics)
     learning_curves(metrics, out / "reward_curve.png", title="Quickstart GRPO (embedded 135M, CPU)")
-    phase_bars(summaries, out / "phases.png", title=f"Held-out prompts ({len(eval_rows)}), greedy decoding")
-    summary = {"config": str(config), "summaries": summaries, "seconds": seconds, "grpo_step": breakdown,
-               "train_prompts": len(train_rows), "eval_prompts": len(eval_rows), "grpo_steps": len(metrics)}
+    phase_bars(summaries, out / "phases.png",
+               title=f"Held-out prompts ({len(eval_rows)}), {k} samples each at T = {settings.evaluation.temperature}")
+    differences = {f"{b} -> {a}": {m: paired_prompt_difference(records_of[b], records_of[a], m, eps)
+                                   for m in ("correct", "reward")}
+                   for b, a in zip(PHASES, PHASES[1:])}
+    summary = {"config": str(config), "summaries": summaries, "differences": differences, "seconds": seconds,
+               "grpo_step": breakdown, "train_prompts": len(train_rows), "eval_prompts": len(eval_rows),
+               "grpo_steps": len(metrics), "samples": k}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     report = write_report(out, summary, settings)
     _say(console, f"[green]report:[/] {report}")
@@ -122,17 +138,39 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return "-" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))
 
 
+def _ci(ci, digits: int = 3) -> str:
+    m, lo, hi = ci
+    if m is None:
+        return "-"
+    return f"{m:.{digits}f}" if lo is None or lo == hi else f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
 def write_report(out: Path, summary: dict, settings) -> Path:
+    k, e = summary.get("samples", 1), settings.evaluation
     lines = ["# RubriQ quickstart", "",
              f"Model: {settings.model.name_or_path}; {summary['train_prompts']} training prompts, "
-             f"{summary['eval_prompts']} held-out prompts (greedy decoding, "
-             f"{settings.evaluation.max_new_tokens} new tokens at most); {summary['grpo_steps']} GRPO steps with "
-             f"N = {settings.grpo.get('num_generations', 8)} completions per prompt.", "",
-             "| phase | parse rate | mean reward | F_avg >= 0.99 | mean F_avg | C over correct | mean T |",
-             "|---|---|---|---|---|---|---|"]
+             f"{summary['eval_prompts']} held-out prompts (targets never trained on), {k} completions sampled per "
+             f"prompt at temperature {e.temperature} ({e.max_new_tokens} new tokens at most); "
+             f"{summary['grpo_steps']} GRPO steps with N = {settings.grpo.get('num_generations', 8)} completions per "
+             "prompt. Intervals: 95% t-intervals over prompts.", "",
+             f"| phase | parse rate | mean reward | correct (F_avg >= {settings.rubric.fidelity.correct_threshold}) "
+             f"| pass@{k} | mean F_avg | C over correct | mean T | wrong rewarded |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for phase, s in summary["summaries"].items():
-        lines.append(f"| {phase} | {_fmt(s['parse_rate'], 2)} | {_fmt(s['mean_reward'])} | {_fmt(s['correct_rate'], 2)}"
-                     f" | {_fmt(s['mean_fidelity'])} | {_fmt(s['compression'], 2)} | {_fmt(s['mean_t_count'], 1)} |")
+        lines.append(f"| {phase} | {_fmt(s['parse_rate'], 2)} | {_ci(s['reward_ci'])} | {_ci(s['correct_ci'], 2)}"
+                     f" | {_fmt(s.get(f'pass@{k}'), 2)} | {_fmt(s['mean_fidelity'])} | {_fmt(s['compression'], 2)} | "
+                     f"{_fmt(s['mean_t_count'], 1)} | {_fmt(s['wrong_rewarded_rate'], 2)} |")
+    lines += ["", "Paired per-prompt differences (later phase minus earlier phase):", "",
+              "| change | correct rate | mean reward |", "|---|---|---|"]
+    for change, d in summary["differences"].items():
+        lines.append(f"| {change} | {_ci(d['correct'], 2)} | {_ci(d['reward'])} |")
+    grpo = summary["differences"].get(f"{PHASES[1]} -> {PHASES[2]}", {})
+    lo, hi = (grpo.get("correct") or (None, None, None))[1:]
+    if lo is not None and lo <= 0 <= hi:
+        lines += ["", f"GRPO had no measurable effect on the held-out correct rate at this budget "
+                      f"({summary['grpo_steps']} steps): the 95% interval of the change contains 0. The convergence "
+                      "study (results/studies/convergence/, `rubriq study convergence`) measures GRPO over more "
+                      "steps and seeds."]
     b = summary["grpo_step"]
     lines += ["", "C = T0 / T(c) over correct circuits only (docs/metrics.md).", "",
               "## GRPO step time (seconds, mean over steps)", "",
