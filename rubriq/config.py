@@ -182,6 +182,10 @@ class ExtractionConfig:
     """Wall-clock limit of one Python execution (Qiskit is pre-imported by the sandbox worker)."""
     sandbox_workers: int = 2
     """Pre-started sandbox workers (zygotes) per evaluating process."""
+    sandbox_strict: bool = True
+    """Refuse to run Python (``error_type="sandbox"``) when any isolation layer of SECURITY.md is
+    missing on this machine; false: run it anyway and report the missing layers on every result
+    (``result.sandbox``)."""
     python_memory_mb: int = 2048
     """Address-space limit of the Python worker."""
     max_output_bytes: int = 1_000_000

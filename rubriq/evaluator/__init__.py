@@ -179,8 +179,11 @@ class RubriQEvaluator:
         except Exception as exc:  # pragma: no cover - extract() catches its strategies' errors
             return _failed(EvaluationResult(target=self.target.spec()), "internal", f"{type(exc).__name__}: {exc}")
         if extraction.circuit is None:
-            return _failed(EvaluationResult(target=self.target.spec()), "parse", extraction.error)
-        return self.evaluate_circuit(extraction.circuit, extraction.strategy, deadline)
+            kind = "sandbox" if extraction.sandbox_error else "parse"
+            return _failed(EvaluationResult(target=self.target.spec()), kind, extraction.error)
+        result = self.evaluate_circuit(extraction.circuit, extraction.strategy, deadline)
+        result.sandbox = extraction.sandbox
+        return result
 
 
 _WORKER: "RubriQEvaluator | None" = None

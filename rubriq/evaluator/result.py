@@ -18,7 +18,9 @@ class EvaluationResult:
     ``error_type`` is None on success, else one of:
     ``parse`` (no strategy produced a circuit), ``unsupported`` (control flow, opaque gates,
     caps), ``simulation`` (fidelity above the exact caps), ``budget`` (time or memory budget
-    of the evaluation exhausted), ``internal`` (a bug: please report).
+    of the evaluation exhausted), ``sandbox`` (the Python sandbox itself failed: a worker could
+    not start or died, or an isolation layer is missing in strict mode; not the model's
+    fault), ``internal`` (a bug: please report).
     Any error gives reward 0 and all-zero scores.
     """
 
@@ -44,6 +46,9 @@ class EvaluationResult:
     hardware: dict[str, Any] = field(default_factory=dict)
     best_backend: str | None = None
     target: dict[str, Any] = field(default_factory=dict)
+    sandbox: dict[str, Any] | None = None
+    """For a circuit built by sandboxed Python: ``{"missing": {layer: why}}`` (empty: every
+    isolation layer of SECURITY.md held for this completion)."""
     circuit: QuantumCircuit | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -31,7 +31,7 @@ from qiskit import QuantumCircuit
 
 from rubriq.budget import NO_DEADLINE, Deadline
 from rubriq.config import ExtractionConfig
-from rubriq.extract.sandbox import run_python
+from rubriq.extract.sandbox import SANDBOX_METADATA, SandboxUnavailable, run_python
 from rubriq.extract.qasm import QASMLimits, load_qasm
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
@@ -51,6 +51,10 @@ class Extraction:
     strategy: str | None
     attempts: list[tuple[str, str]] = field(default_factory=list)
     """(strategy, reason) for each strategy that did not produce the circuit."""
+    sandbox_error: str | None = None
+    """Set when the sandbox itself failed (not the completion): the evaluator's ``sandbox`` error."""
+    sandbox: dict | None = None
+    """For a circuit built by Python: {"missing": {layer: why}} (empty when every layer held)."""
 
     @property
     def error(self) -> str | None:
@@ -90,6 +94,8 @@ def fenced_block(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADL
                     raise ValueError("Python execution is disabled")
                 return run_python(body, cfg, deadline.remaining())
             errors.append(f"block {i} ({tag or 'untagged'}): neither QASM nor Qiskit Python")
+        except SandboxUnavailable:
+            raise
         except Exception as exc:
             errors.append(f"block {i} ({tag or 'untagged'}): {exc}")
     raise ValueError(" | ".join(errors))
@@ -123,6 +129,10 @@ def extract(text: str, cfg: ExtractionConfig = ExtractionConfig(), deadline: Dea
         except NotApplicable as exc:
             result.attempts.append((name, str(exc)))
             continue
+        except SandboxUnavailable as exc:
+            result.attempts.append((name, str(exc)))
+            result.sandbox_error = str(exc)
+            continue
         except Exception as exc:
             result.attempts.append((name, str(exc) or type(exc).__name__))
             continue
@@ -133,6 +143,8 @@ def extract(text: str, cfg: ExtractionConfig = ExtractionConfig(), deadline: Dea
             continue
         if circuit is not None and circuit.num_qubits >= 1:
             result.circuit, result.strategy = circuit, name
+            if SANDBOX_METADATA in (circuit.metadata or {}):
+                result.sandbox = {"missing": circuit.metadata[SANDBOX_METADATA]}
             return result
         result.attempts.append((name, "circuit has no qubits"))
     return result

@@ -1,20 +1,27 @@
 """Isolated execution of Qiskit-Python completions (see SECURITY.md).
 
 :func:`run_python` is the only entry point the extraction cascade uses: AST pre-filter
-(``guard``), then a pre-started zygote forks a child that runs the code behind the layers of
-``layers`` and returns the circuit as capped JSON, which is rebuilt from allow-listed gates
-(``rubriq.extract.serialize``).
+(``guard``), then a pre-started zygote runs the code in a fresh process tree behind the
+kernel layers of ``layers`` (namespaces, unprivileged uid, no capabilities, the seccomp
+allow-list of ``seccomp``) and returns the circuit as capped JSON, which is rebuilt from
+allow-listed gates (``rubriq.extract.serialize``).
+
+Failures of the completion raise :class:`PythonExecutionError`; failures of the sandbox itself
+(a worker cannot start or dies, a layer is missing in strict mode) raise
+:class:`SandboxUnavailable`, which the evaluator reports as ``error_type="sandbox"``.
 """
 
 from __future__ import annotations
-
 
 from qiskit import QuantumCircuit
 
 from rubriq.config import ExtractionConfig
 from rubriq.extract.sandbox.guard import GuardError, check_code
-from rubriq.extract.sandbox.pool import SandboxError, SandboxPool, get_pool, shutdown
+from rubriq.extract.sandbox.pool import SandboxError, SandboxPool, SandboxUnavailable, get_pool, shutdown
 from rubriq.extract.serialize import PayloadError, payload_to_circuit
+
+SANDBOX_METADATA = "rubriq_sandbox"
+"""Key of ``circuit.metadata`` under which :func:`run_python` records the layers that were missing."""
 
 
 class PythonExecutionError(RuntimeError):
@@ -25,7 +32,9 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
     """Run ``code`` in the sandbox and return the circuit it built.
 
     Raises :class:`PythonExecutionError` with the reason (rejected by the pre-filter, timeout,
-    crash, output over the cap, malformed or non-allow-listed circuit).
+    crash, output over the cap, malformed or non-allow-listed circuit) or
+    :class:`SandboxUnavailable` (the sandbox could not run it).  The returned circuit's
+    ``metadata[SANDBOX_METADATA]`` maps each missing isolation layer to why (empty when all hold).
     """
     if cfg.python_prefilter:
         try:
@@ -36,16 +45,19 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
     if timeout <= 0:
         raise PythonExecutionError("no time left in the evaluation budget")
     job = {"code": code, "timeout_s": timeout, "memory_mb": cfg.python_memory_mb,
-           "max_output_bytes": cfg.max_output_bytes, "max_ops": cfg.max_gates}
-    try:
-        reply = get_pool(cfg.sandbox_workers).run(job)
-    except SandboxError as exc:
-        raise PythonExecutionError(str(exc)) from None
+           "max_output_bytes": cfg.max_output_bytes, "max_ops": cfg.max_gates, "strict": cfg.sandbox_strict}
+    reply = get_pool(cfg.sandbox_workers).run(job)
     status = reply.get("status")
+    if status == "sandbox":
+        raise SandboxUnavailable(f"the sandbox could not run the code: {reply.get('error')}")
+    if status == "bad_job":
+        raise SandboxUnavailable(f"the sandbox refused the job: {reply.get('error')}")
     if status == "timeout":
         raise PythonExecutionError(f"timed out after {timeout:g} s")
     if status == "overflow":
         raise PythonExecutionError(f"the code wrote more than {cfg.max_output_bytes} bytes of result")
+    if status == "malformed":
+        raise PythonExecutionError(f"malformed result from the sandboxed code: {reply.get('error')}")
     if status != "ok":
         raise PythonExecutionError("the Python process ended without a result (exit, crash or memory limit)")
     result = reply.get("result")
@@ -54,14 +66,17 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
     if "error" in result:
         raise PythonExecutionError(f"the code failed: {str(result['error'])[:300]}")
     try:
-        return payload_to_circuit(result.get("circuit"), max_qubits=cfg.max_qubits, max_ops=cfg.max_gates)
+        circuit = payload_to_circuit(result.get("circuit"), max_qubits=cfg.max_qubits, max_ops=cfg.max_gates)
     except PayloadError as exc:
         raise PythonExecutionError(f"rejected circuit description: {exc}") from None
+    circuit.metadata = {SANDBOX_METADATA: dict(reply.get("missing") or {})}
+    return circuit
 
 
 def doctor(cfg: ExtractionConfig = ExtractionConfig()) -> dict:
-    """Start a sandbox worker and report which isolation layers are active here."""
+    """Start a sandbox worker and report which isolation layers hold here."""
     return get_pool(cfg.sandbox_workers).ensure_started()
 
 
-__all__ = ["PythonExecutionError", "SandboxPool", "doctor", "run_python", "shutdown"]
+__all__ = ["PythonExecutionError", "SANDBOX_METADATA", "SandboxError", "SandboxPool", "SandboxUnavailable", "doctor",
+           "run_python", "shutdown"]

@@ -1,21 +1,27 @@
-"""Isolation layers applied in the sandbox child, each probed at start-up.
+"""Kernel isolation of the sandbox child (see SECURITY.md), one small function per mechanism.
 
-Order in the child (after fork, before the untrusted code):
+For each job the zygote forks three processes, each with one role::
 
-1. ``session``: new session and process group (the deadline kills the whole group);
-2. ``namespaces``: new network namespace (no interfaces but a down loopback) and mount
-   namespace with a 1 MiB tmpfs over /tmp and /dev/shm, and credentials hidden
-   (/etc/shadow, ~/.ssh, ~/.cache/huggingface, ... covered) (as root; unprivileged: a user
-   namespace carrying the network namespace, where the kernel allows it);
-3. ``rlimits``: address space, CPU seconds, file size 0, no core dumps, open files, processes;
-4. ``uid_drop``: when running as root, switch to an unprivileged uid/gid (one per pool slot),
-   so RLIMIT_NPROC holds and root-owned files and processes are out of reach;
-5. ``pdeathsig``: the child dies with its zygote;
-6. ``seccomp``: a deny-list filter (no sockets, exec, new processes, ptrace, mount,
-   namespace changes, setsid, file-system writes, signals to other processes ...).
+    zygote (pre-imported Qiskit, never runs untrusted code)
+      └─ S  supervisor: drops supplementary groups, unshare(user, pid, mount, net, ipc, uts);
+            the zygote writes its uid/gid map (inside uid 0 -> an outside uid that owns nothing:
+            61000 + slot as root, the caller's own uid otherwise); S then builds the mount view
+            (private propagation; empty tmpfs over /tmp, /dev/shm, /var/tmp, /run, /root, /home;
+            the interpreter's paths bound back read-only; credential files covered)
+         └─ I  init of the new PID namespace (pid 1): a fresh /proc for that namespace, hostname;
+               waits for K.  When I dies the kernel kills every
+               process of the namespace; I dies with S, S with the zygote (PR_SET_PDEATHSIG).
+            └─ K  the child (pid 2): closes every descriptor but its result pipe, rlimits, drops
+                  every capability (bounding set too), no_new_privs, the seccomp allow-list
+                  (seccomp.py), then runs the completion.
 
-A layer that fails its probe is skipped (graceful fallback) and reported by
-``rubriq doctor``; the others still apply.
+Before the completion runs, K records what the kernel says about itself (namespace inodes,
+capabilities, no_new_privs, seccomp mode, uid map, the pids it can see): :func:`isolation_facts`.
+The zygote compares them with its own (:func:`check_isolation`) for every job, so a missing
+layer is never silent.
+
+Written with ctypes on libc because Python 3.11's ``os`` has no unshare/mount/capset; each call
+checks its return value.
 """
 
 from __future__ import annotations
@@ -27,14 +33,37 @@ import signal
 import sys
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_NOSUID, MS_NODEV, MS_REC, MS_PRIVATE = 2, 4, 16384, 1 << 18
+NAMESPACES = {"user": CLONE_NEWUSER, "pid": CLONE_NEWPID, "mnt": CLONE_NEWNS, "net": CLONE_NEWNET,
+              "ipc": CLONE_NEWIPC, "uts": CLONE_NEWUTS}
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 PR_SET_CHILD_SUBREAPER = 36
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+CAP_LAST = 63
 SANDBOX_UID_BASE = 61000
+HOSTNAME = b"rubriq-sandbox"
 
-LAYERS = ("session", "namespaces", "rlimits", "uid_drop", "pdeathsig", "seccomp")
+COVERED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/root", "/home")
+"""Replaced by an empty tmpfs in the child's mount namespace (the interpreter's own paths under
+them are bound back read-only)."""
+SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/security/opasswd")
+LAYERS = ("user_ns", "pid_ns", "mount_ns", "net_ns", "ipc_ns", "uts_ns", "fresh_proc", "unprivileged_uid",
+          "no_capabilities", "no_new_privs", "seccomp", "rlimits", "pdeathsig")
+"""What :func:`check_isolation` verifies for every job."""
+
+
+class LayerError(OSError):
+    """A layer could not be set up."""
 
 
 def _libc():
@@ -44,78 +73,115 @@ def _libc():
 def _check(ret: int, what: str) -> None:
     if ret != 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
+        raise LayerError(err, f"{what}: {os.strerror(err)}")
 
 
-SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")
-SECRET_HOME_ENTRIES = (".ssh", ".aws", ".azure", ".gnupg", ".docker", ".kube", ".qiskit", ".config",
-                       ".cache/huggingface", ".huggingface", ".netrc", ".git-credentials", ".pypirc",
-                       ".bash_history", ".python_history")
-MS_BIND, MS_RDONLY = 4096, 1
-
-
-def _homes() -> list[str]:
-    homes = ["/root"]
-    try:
-        homes += [os.path.join("/home", d) for d in os.listdir("/home")]
-    except OSError:
-        pass
-    return homes
-
-
-def hide_secrets(libc) -> None:
-    """Cover credential files and folders with /dev/null or an empty read-only tmpfs."""
-    targets = list(SECRET_FILES) + [os.path.join(h, e) for h in _homes() for e in SECRET_HOME_ENTRIES]
-    for path in targets:
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, b"size=4k")
-            elif os.path.isfile(path):
-                libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None)
-        except OSError:
-            continue
-
-
-def enter_namespaces() -> None:
-    libc = _libc()
+# -- supervisor S -----------------------------------------------------------------------------
+def outside_ids(slot: int) -> tuple[int, int]:
+    """The host uid/gid the child runs as: one per pool slot when root, else the caller's own."""
     if os.geteuid() == 0:
-        _check(libc.unshare(CLONE_NEWNET | CLONE_NEWNS), "unshare(net, mount)")
-        _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
-        for path in (b"/tmp", b"/dev/shm"):
-            if os.path.isdir(path):
-                _check(libc.mount(b"tmpfs", path, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=1777"),
-                       f"tmpfs on {path.decode()}")
-        hide_secrets(libc)
-    else:
-        _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNET), "unshare(user, net)")
+        return SANDBOX_UID_BASE + slot, SANDBOX_UID_BASE + slot
+    return os.geteuid(), os.getegid()
 
 
-def set_rlimits(memory_mb: int, cpu_s: int, nproc: int) -> None:
-    memory = memory_mb * 1024 * 1024
-    for limit, value in (
-        (resource.RLIMIT_AS, memory),
-        (resource.RLIMIT_DATA, memory),
-        (resource.RLIMIT_CPU, cpu_s),
-        (resource.RLIMIT_FSIZE, 0),
-        (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_NOFILE, 64),
-        (resource.RLIMIT_NPROC, nproc),
-        (resource.RLIMIT_MEMLOCK, 0),
-    ):
-        resource.setrlimit(limit, (value, value))
+def unshare_all() -> None:
+    """New user, pid, mount, net, ipc and uts namespaces for the caller (pid: for its children)."""
+    if os.geteuid() == 0:
+        os.setgroups([])  # no supplementary group of root survives into the namespace
+    flags = 0
+    for value in NAMESPACES.values():
+        flags |= value
+    _check(_libc().unshare(flags), "unshare(user, pid, mount, net, ipc, uts)")
 
 
-def sandbox_uid(slot: int) -> int:
-    return SANDBOX_UID_BASE + slot
+def write_id_maps(pid: int, uid: int, gid: int) -> None:
+    """Map uid/gid 0 inside ``pid``'s user namespace to ``uid``/``gid`` outside (run by the zygote)."""
+    with open(f"/proc/{pid}/setgroups", "w") as fh:
+        fh.write("deny")
+    with open(f"/proc/{pid}/uid_map", "w") as fh:
+        fh.write(f"0 {uid} 1")
+    with open(f"/proc/{pid}/gid_map", "w") as fh:
+        fh.write(f"0 {gid} 1")
 
 
-def drop_privileges(slot: int) -> None:
-    if os.geteuid() != 0:
-        raise OSError("not running as root: nothing to drop")
-    uid = sandbox_uid(slot)
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
+def needed_paths() -> list[str]:
+    """Directories the child must still read: the import path and the loaded packages' roots."""
+    paths = {p for p in sys.path if p and os.path.isdir(p)}
+    paths |= {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    for name, module in list(sys.modules.items()):
+        if "." in name:
+            continue
+        where = getattr(module, "__file__", None)
+        if where:
+            paths.add(os.path.dirname(os.path.dirname(os.path.abspath(where))))
+    return sorted(os.path.realpath(p) for p in paths if os.path.isdir(p))
+
+
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+OPEN_TREE_CLONE, AT_RECURSIVE, MOVE_MOUNT_F_EMPTY_PATH = 1, 0x8000, 0x4
+SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429  # x86-64; other architectures use the same numbers (asm-generic)
+
+
+def clone_tree(path: str) -> int:
+    """A detached copy of the mount tree at ``path`` (open_tree(2), OPEN_TREE_CLONE): an fd."""
+    libc = _libc()
+    fd = libc.syscall(SYS_OPEN_TREE, -100, path.encode(), OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC)
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise LayerError(err, f"open_tree({path}): {os.strerror(err)}")
+    return fd
+
+
+def attach_tree(fd: int, path: str) -> None:
+    """Attach a tree from :func:`clone_tree` at ``path`` (move_mount(2))."""
+    _check(_libc().syscall(SYS_MOVE_MOUNT, fd, b"", -100, path.encode(), MOVE_MOUNT_F_EMPTY_PATH),
+           f"move_mount to {path}")
+
+
+def build_mount_view() -> None:
+    """Private mounts; empty tmpfs over COVERED_DIRS with the needed paths attached back;
+    credential files covered; the caller ends as the mapped (unprivileged) uid.
+
+    The needed trees are cloned first, while the caller still has the zygote's file access (an
+    interpreter under a 0700 /root stays importable by the unprivileged child, the rest of /root
+    is gone); files in the new tmpfs can only be created once the caller has a mapped uid."""
+    libc = _libc()
+    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    covered = [d for d in COVERED_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    exposed = sorted({p for p in needed_paths() if any(_under(p, c) for c in covered)})
+    exposed = [p for p in exposed if not any(p != q and _under(p, q) for q in exposed)]  # outermost only
+    trees = [(path, clone_tree(path)) for path in exposed]
+    become_mapped_root()
+    for d in covered:
+        mode = "1777" if d in ("/tmp", "/var/tmp", "/dev/shm") else "0755"
+        _check(libc.mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size=1m,mode={mode}".encode()),
+               f"tmpfs on {d}")
+    for path, fd in trees:
+        os.makedirs(path, exist_ok=True)
+        attach_tree(fd, path)
+        os.close(fd)
+    for path in SECRET_FILES:
+        if os.path.isfile(path):
+            _check(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"cover {path}")
+
+
+# -- init I -----------------------------------------------------------------------------------
+def mount_fresh_proc() -> None:
+    """/proc of the new PID namespace: only the sandbox's own processes are visible."""
+    _check(_libc().mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
+
+
+def set_hostname() -> None:
+    _check(_libc().sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
+
+
+def become_mapped_root() -> None:
+    """Take the mapped ids (inside uid/gid 0 = the unprivileged outside ids)."""
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
 
 
 def set_pdeathsig() -> None:
@@ -126,82 +192,100 @@ def become_subreaper() -> bool:
     return _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
-def apply(active: dict[str, bool], slot: int, memory_mb: int, cpu_s: int, nproc: int) -> dict[str, str]:
-    """Apply the layers marked active; return {layer: error} for those that failed here."""
-    from rubriq.extract.sandbox import seccomp
-
-    failed: dict[str, str] = {}
-    steps = (
-        ("namespaces", enter_namespaces),
-        ("rlimits", lambda: set_rlimits(memory_mb, cpu_s, nproc)),
-        ("uid_drop", lambda: drop_privileges(slot)),
-        ("pdeathsig", set_pdeathsig),
-        ("seccomp", seccomp.install),
-    )
-    for name, step in steps:
-        if not active.get(name, False):
-            continue
-        try:
-            step()
-        except Exception as exc:  # fall back gracefully: the other layers still hold
-            failed[name] = f"{type(exc).__name__}: {exc}"
-    return failed
+# -- child K ----------------------------------------------------------------------------------
+def set_rlimits(memory_mb: int, cpu_s: int, nproc: int | None) -> None:
+    memory = memory_mb * 1024 * 1024
+    limits = [(resource.RLIMIT_AS, memory), (resource.RLIMIT_DATA, memory), (resource.RLIMIT_CPU, cpu_s),
+              (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, 64),
+              (resource.RLIMIT_MEMLOCK, 0), (resource.RLIMIT_MSGQUEUE, 0)]
+    if nproc is not None:  # only with a uid of its own (it counts every process of the uid)
+        limits.append((resource.RLIMIT_NPROC, nproc))
+    for limit, value in limits:
+        resource.setrlimit(limit, (value, value))
 
 
-def interpreter_readable_after_drop() -> bool:
-    """Whether an unprivileged uid can still read the interpreter's modules (lazy imports)."""
-    paths = [os.path.dirname(os.__file__), os.path.dirname(os.path.dirname(__import__("qiskit").__file__))]
-    for path in paths:
-        p = path
-        while p and p != "/":
-            mode = os.stat(p).st_mode
-            if not mode & 0o005:  # others need r-x on every directory up the tree
-                return False
-            p = os.path.dirname(p)
-    return True
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 
 
-def probe(slot: int = 0) -> dict[str, object]:
-    """Fork a throw-away child, apply every layer, and report which ones hold here."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the forked child
-        try:
-            os.close(r)
-            os.setsid()
-            root = os.geteuid() == 0
-            readable = root and interpreter_readable_after_drop()
-            want = {name: True for name in LAYERS}
-            want["uid_drop"] = readable
-            failed = apply(want, slot, 1024, 5, 16)
-            result = {name: (want.get(name, True) and name not in failed) for name in LAYERS}
-            if not root:
-                failed["uid_drop"] = "not running as root: the process already runs unprivileged"
-            elif not readable:
-                failed["uid_drop"] = "interpreter files are not readable by an unprivileged uid"
-            import json
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
-            os.write(w, json.dumps({"active": result, "why": failed}).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    chunks = []
-    while True:
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(r)
-    os.waitpid(pid, 0)
-    import json
 
-    try:
-        report = json.loads(b"".join(chunks) or b"{}")
-    except ValueError:
-        report = {}
-    report.setdefault("active", {name: False for name in LAYERS})
-    report.setdefault("why", {})
-    report["active"]["session"] = True
-    report["python"] = sys.version.split()[0]
-    report["euid"] = os.geteuid()
-    return report
+def drop_capabilities() -> None:
+    """Empty bounding, ambient, effective, permitted and inheritable sets."""
+    libc = _libc()
+    for cap in range(CAP_LAST + 1):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:  # EINVAL: no such cap
+            raise LayerError(ctypes.get_errno(), f"PR_CAPBSET_DROP {cap}")
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(libc.capset(ctypes.byref(header), data), "capset (drop all)")
+
+
+def set_no_new_privs() -> None:
+    _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+
+
+# -- verification -----------------------------------------------------------------------------
+def namespace_ids() -> dict[str, int]:
+    """Inode of each of the caller's namespaces (as /proc shows them)."""
+    return {name: os.stat(f"/proc/self/ns/{name}").st_ino for name in NAMESPACES}
+
+
+def _status() -> dict[str, str]:
+    out = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            out[key] = value.strip()
+    return out
+
+
+def isolation_facts() -> dict[str, object]:
+    """What the kernel reports about the calling process (run in K after every layer, seccomp
+    included, and before the completion runs)."""
+    status = _status()
+    with open("/proc/self/uid_map") as fh:
+        uid_map = fh.read().split()
+    pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    return {"ns": namespace_ids(), "pid": os.getpid(), "visible_pids": pids, "uid_map": uid_map,
+            "cap_eff": status.get("CapEff"), "cap_prm": status.get("CapPrm"), "cap_bnd": status.get("CapBnd"),
+            "no_new_privs": status.get("NoNewPrivs"), "seccomp": status.get("Seccomp"),
+            "hostname": os.uname().nodename,
+            "rlimit_fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0]}
+
+
+def check_isolation(facts: dict, host_ns: dict[str, int], slot: int, pdeathsig_on: bool = True) -> dict[str, str]:
+    """{layer: why it is missing} for every layer of LAYERS that the facts do not show."""
+    missing: dict[str, str] = {}
+    ns = facts.get("ns") or {}
+    for name, layer in (("user", "user_ns"), ("pid", "pid_ns"), ("mnt", "mount_ns"), ("net", "net_ns"),
+                        ("ipc", "ipc_ns"), ("uts", "uts_ns")):
+        if not ns.get(name) or ns.get(name) == host_ns.get(name):
+            missing[layer] = f"the child shares the host's {name} namespace"
+    if facts.get("pid") != 2 or any(p > 2 for p in facts.get("visible_pids") or [99]):
+        missing["fresh_proc"] = f"the child sees pids {facts.get('visible_pids')} (expected 1 and 2)"
+    uid, _ = outside_ids(slot)
+    uid_map = facts.get("uid_map") or []
+    if uid_map[:3] != ["0", str(uid), "1"]:
+        missing["unprivileged_uid"] = f"uid map {' '.join(uid_map)!r}, expected '0 {uid} 1'"
+    elif os.geteuid() == 0 and uid < 1000:
+        missing["unprivileged_uid"] = f"outside uid {uid} is a system uid"
+    for key in ("cap_eff", "cap_prm", "cap_bnd"):
+        if facts.get(key) != "0000000000000000":
+            missing["no_capabilities"] = f"{key} = {facts.get(key)}"
+    if facts.get("no_new_privs") != "1":
+        missing["no_new_privs"] = "NoNewPrivs is not set"
+    if facts.get("rlimit_fsize") != 0:
+        missing["rlimits"] = "RLIMIT_FSIZE is not 0"
+    if facts.get("seccomp") != "2":
+        missing["seccomp"] = f"seccomp mode {facts.get('seccomp')} (2 = filter)"
+    if not pdeathsig_on:
+        missing["pdeathsig"] = "PR_SET_PDEATHSIG failed"
+    return missing
+
+
+__all__ = ["LAYERS", "LayerError", "build_mount_view", "check_isolation", "drop_capabilities", "isolation_facts",
+           "namespace_ids", "outside_ids", "set_rlimits", "unshare_all", "write_id_maps"]

@@ -1,8 +1,10 @@
 """Parent side of the sandbox: a small pool of pre-started zygotes.
 
-``SandboxPool.run(code, cfg)`` takes an idle zygote, sends it the job and waits (with its own
-deadline) for the verdict.  A zygote that does not answer in time, or dies, is killed and
-replaced; the caller gets a typed :class:`SandboxError`, never a hang.  The pool is created
+``SandboxPool.run(job)`` takes an idle zygote (waiting at most the job's time), sends it the job
+with a fresh random nonce and reads the answer with a deadline and a size cap; an answer with
+another nonce, a malformed frame or no answer in time kills and replaces that zygote.  Every
+wait is bounded: a pool whose zygotes cannot start answers :class:`SandboxUnavailable` with the
+reason at once (and tries again after ``RETRY_AFTER_S``), never a hang.  The pool is created
 lazily (first Python completion), per process (a forked parent gets a fresh pool), and shut
 down at exit.
 """
@@ -10,21 +12,34 @@ down at exit.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import queue
+import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
+import time
 
 from rubriq.extract.sandbox import zygote as proto
 
-_STARTUP_TIMEOUT_S = 120.0
-_REPLY_MARGIN_S = 10.0
+log = logging.getLogger(__name__)
+
+STARTUP_TIMEOUT_S = 120.0
+REPLY_MARGIN_S = 10.0
+RETRY_AFTER_S = 30.0
+FRAME_OVERHEAD = 64 * 1024
 
 
 class SandboxError(RuntimeError):
-    """The sandboxed execution failed (timeout, crash, output cap, infrastructure)."""
+    """The sandboxed execution of one job failed."""
+
+
+class SandboxUnavailable(SandboxError):
+    """Infrastructure failure: no worker could run the job (cannot start, died, protocol error,
+    a required isolation layer missing).  Reported as ``error_type="sandbox"``."""
 
 
 def _zygote_env(slot: int) -> dict[str, str]:
@@ -49,38 +64,52 @@ def _zygote_env(slot: int) -> dict[str, str]:
     return env
 
 
+ZYGOTE_COMMAND = (sys.executable, "-I", "-B", "-m", "rubriq.extract.sandbox.zygote")
+
+
 class _Zygote:
-    def __init__(self, slot: int) -> None:
+    def __init__(self, slot: int, command: tuple[str, ...] = ZYGOTE_COMMAND,
+                 startup_timeout: float = STARTUP_TIMEOUT_S) -> None:
         self.slot = slot
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", "-m", "rubriq.extract.sandbox.zygote"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=_zygote_env(slot), cwd="/", start_new_session=True, close_fds=True,
-        )
-        hello = self._read(_STARTUP_TIMEOUT_S)
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._stderr, env=_zygote_env(slot), cwd="/", start_new_session=True,
+                                     close_fds=True)
+        try:
+            hello = proto.read_frame(self.proc.stdout.fileno(), time.monotonic() + startup_timeout, 1 << 20)
+        except proto.FrameError as exc:
+            hello = {"error": str(exc)}
         if not hello or not hello.get("ready"):
             self.kill()
-            raise SandboxError("the sandbox worker failed to start")
+            raise SandboxUnavailable(f"the sandbox worker failed to start: {self.stderr_tail() or hello}")
         self.layers = hello["layers"]
 
-    def _read(self, timeout: float) -> dict | None:
-        import select
-
-        fd = self.proc.stdout.fileno()
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if not ready:
-            return None
+    def stderr_tail(self, size: int = 1500) -> str:
         try:
-            return proto.read_frame(fd)
+            self._stderr.seek(0, os.SEEK_END)
+            self._stderr.seek(max(0, self._stderr.tell() - size))
+            return self._stderr.read().decode("utf-8", "replace").strip()
         except (OSError, ValueError):
-            return None
+            return ""
 
-    def run(self, job: dict) -> dict | None:
+    def run(self, job: dict) -> dict:
+        """The zygote's answer to ``job`` (nonce added here); raises SandboxUnavailable."""
+        nonce = secrets.token_hex(16)
         try:
-            proto.write_frame(self.proc.stdin.fileno(), job)
-        except OSError:
-            return None
-        return self._read(float(job["timeout_s"]) + _REPLY_MARGIN_S)
+            proto.write_frame(self.proc.stdin.fileno(), {**job, "nonce": nonce})
+        except OSError as exc:
+            raise SandboxUnavailable(f"the sandbox worker is gone ({exc})") from None
+        deadline = time.monotonic() + float(job["timeout_s"]) + REPLY_MARGIN_S
+        try:
+            reply = proto.read_frame(self.proc.stdout.fileno(), deadline,
+                                     int(job["max_output_bytes"]) + FRAME_OVERHEAD)
+        except proto.FrameError as exc:
+            raise SandboxUnavailable(f"the sandbox worker did not answer properly: {exc}") from None
+        if reply is None:
+            raise SandboxUnavailable(f"the sandbox worker died: {self.stderr_tail() or 'no message'}")
+        if reply.get("nonce") != nonce:
+            raise SandboxUnavailable("the sandbox worker answered another job (nonce mismatch)")
+        return reply
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -94,67 +123,99 @@ class _Zygote:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover
             pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
 
 
 class SandboxPool:
-    """``size`` zygotes; ``run`` is thread-safe."""
+    """``size`` zygotes; ``run`` is thread-safe and every wait in it is bounded."""
 
-    def __init__(self, size: int = 2) -> None:
+    def __init__(self, size: int = 2, command: tuple[str, ...] = ZYGOTE_COMMAND,
+                 startup_timeout: float = STARTUP_TIMEOUT_S) -> None:
         self.size = max(1, size)
+        self.command, self.startup_timeout = command, startup_timeout
         self._idle: queue.Queue[_Zygote] = queue.Queue()
         self._lock = threading.Lock()
-        self._started = 0
+        self._live = 0
+        self._slots: set[int] = set()
         self._all: list[_Zygote] = []
         self.layers: dict | None = None
+        self._broken: tuple[float, str] | None = None
 
     def _spawn(self, slot: int) -> _Zygote:
-        z = _Zygote(slot)
+        try:
+            z = _Zygote(slot, self.command, self.startup_timeout)
+        except SandboxUnavailable as exc:
+            with self._lock:
+                self._live -= 1
+                self._slots.discard(slot)
+                self._broken = (time.monotonic(), str(exc))
+            log.error("%s", exc)
+            raise
         with self._lock:
             self._all.append(z)
             self.layers = z.layers
+            self._broken = None
         return z
 
-    def _acquire(self) -> _Zygote:
-        with self._lock:
-            spawn_slot = self._started if (self._idle.empty() and self._started < self.size) else None
-            if spawn_slot is not None:
-                self._started += 1
-        if spawn_slot is not None:
-            return self._spawn(spawn_slot)
-        return self._idle.get()
+    def _acquire(self, timeout: float) -> _Zygote:
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if self._broken and time.monotonic() - self._broken[0] < RETRY_AFTER_S and self._live == 0:
+                    raise SandboxUnavailable(self._broken[1])
+                slot = None
+                if self._idle.empty() and self._live < self.size:
+                    slot = min(set(range(self.size)) - self._slots)  # the slot picks the child's host uid
+                    self._slots.add(slot)
+                    self._live += 1
+            if slot is not None:
+                return self._spawn(slot)
+            try:
+                return self._idle.get(timeout=max(0.0, min(1.0, deadline - time.monotonic())))
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    raise SandboxUnavailable(f"no sandbox worker became free within {timeout:g} s") from None
 
-    def _release(self, z: _Zygote, healthy: bool) -> None:
-        if healthy and z.alive():
-            self._idle.put(z)
-            return
+    def _retire(self, z: _Zygote) -> None:
         z.kill()
         with self._lock:
             if z in self._all:
                 self._all.remove(z)
-        self._idle.put(self._spawn(z.slot))
+                self._live -= 1
+                self._slots.discard(z.slot)
 
     def run(self, job: dict) -> dict:
-        z = self._acquire()
-        reply = None
+        z = self._acquire(float(job["timeout_s"]))
         try:
             reply = z.run(job)
-        finally:
-            self._release(z, reply is not None)
-        if reply is None:
-            raise SandboxError("the sandbox worker stopped answering (killed and replaced)")
+        except BaseException:
+            self._retire(z)
+            raise
+        if z.alive():
+            self._idle.put(z)
+        else:
+            self._retire(z)
         return reply
 
     def ensure_started(self) -> dict:
-        """Start one zygote now (if none is running) and return the active layers."""
-        z = self._acquire()
-        self._release(z, True)
+        """Start one zygote now (if none is running) and return its layer report."""
+        z = self._acquire(self.startup_timeout)
+        self._idle.put(z)
         return self.layers or {}
 
     def close(self) -> None:
         with self._lock:
             zygotes, self._all = self._all, []
+            self._live = 0
+            self._slots.clear()
         for z in zygotes:
             z.kill()
+        while not self._idle.empty():
+            self._idle.get_nowait()
 
 
 _POOL: SandboxPool | None = None

@@ -1,137 +1,151 @@
-"""A seccomp-BPF deny-list for the sandbox child, installed with prctl through ctypes.
+"""The seccomp allow-list of the sandbox child, built with libseccomp.
 
-Hand-written because the maintained binding (libseccomp's Python module) is not on PyPI and
-the PyPI wrappers are unmaintained; the filter is small: check the architecture, deny a list
-of system calls with EPERM (sockets, exec, ptrace, mounts, namespaces, setsid, file-system
-changes), deny opening files for writing, deny process creation (fork, vfork, clone without CLONE_THREAD;
-clone3 answers ENOSYS so that glibc falls back to clone for threads), allow
-``kill``/``tgkill`` only towards the process itself, and allow everything else (threads,
-memory, reading files).  x86-64 only; on other architectures
-the layer reports itself inactive.
+Default action: the call fails with EPERM.  Allowed are only the system calls a forked Python +
+numpy + qiskit child needs to run a completion, build a circuit and write its result (found
+by tracing honest completions, ``strace -f``), some of them only with safe arguments:
+
+* files: read-only opens (``open``/``openat`` whose flags request no write access, creation,
+  truncation or append; ``openat2``, whose flags sit in a struct, answers ENOSYS so libc falls
+  back to ``openat``), reads, stats, directory listings, seeks, closes;
+* memory: ``mmap``/``mprotect``/``munmap``/``mremap``/``brk``/``madvise``/``mbind``;
+* threads, not processes: ``clone`` only with CLONE_THREAD (``clone3`` passes its flags in a
+  struct seccomp cannot read: it answers ENOSYS and glibc falls back to ``clone``), futexes;
+* signals only to itself: ``kill``, ``tkill``, ``tgkill`` with the caller's own pid;
+* ``fcntl`` only to read or set descriptor/status flags and duplicate (no F_SETOWN, F_SETSIG,
+  leases, notifications, locks); ``ioctl`` only TCGETS (isatty) and FIOCLEX/FIONCLEX;
+* ``prlimit64`` only to read its own limits; ``prctl`` only to name a thread.
+
+Everything else (sockets, exec, fork, ptrace, pidfd_*, process_vm_*, mount and the new mount
+API, namespaces, setuid family, SysV/POSIX IPC, xattrs, scheduling of other processes,
+clock/hostname changes, keyrings, bpf, io_uring, ...) fails with EPERM.  Other architectures
+(and the x32 ABI, which libseccomp checks on x86-64) kill the process.
+
+libseccomp (the system library, through the ctypes binding ``pyseccomp``) builds the BPF
+program; RubriQ only states the rules.  PR_SET_NO_NEW_PRIVS is set first (libseccomp's
+default), so the filter cannot be escaped through a set-uid program.
 """
 
 from __future__ import annotations
 
-import ctypes
+import errno
 import os
 import platform
-import struct
+from dataclasses import dataclass
 
-PR_SET_NO_NEW_PRIVS = 38
-PR_SET_SECCOMP = 22
-SECCOMP_MODE_FILTER = 2
-SECCOMP_RET_ALLOW = 0x7FFF0000
-SECCOMP_RET_ERRNO = 0x00050000
-SECCOMP_RET_KILL_PROCESS = 0x80000000
-AUDIT_ARCH_X86_64 = 0xC000003E
-EPERM = 1
-
-# BPF opcodes
-_LD_W_ABS = 0x20
-_JEQ_K = 0x15
-_JGE_K = 0x35
-_JSET_K = 0x45
+# open(2) flags that ask for more than reading: O_WRONLY O_RDWR O_CREAT O_TRUNC O_APPEND __O_TMPFILE
+WRITE_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000 | 0o20000000
 CLONE_THREAD = 0x00010000
-ENOSYS = 38
-_RET_K = 0x06
+FCNTL_ALLOWED = {"F_DUPFD": 0, "F_GETFD": 1, "F_SETFD": 2, "F_GETFL": 3, "F_SETFL": 4, "F_DUPFD_CLOEXEC": 1030}
+IOCTL_ALLOWED = {"TCGETS": 0x5401, "FIONCLEX": 0x5450, "FIOCLEX": 0x5451}
+PR_SET_NAME, PR_GET_NAME = 15, 16
 
-# x86-64 system call numbers (arch/x86/entry/syscalls/syscall_64.tbl)
-DENIED_X86_64 = {
-    "socket": 41, "connect": 42, "accept": 43, "bind": 49, "listen": 50, "socketpair": 53,
-    "accept4": 288, "execve": 59, "execveat": 322, "ptrace": 101, "process_vm_readv": 310,
-    "process_vm_writev": 311, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
-    "unshare": 272, "setns": 308, "setsid": 112, "setpgid": 109, "reboot": 169, "kexec_load": 246,
-    "init_module": 175, "finit_module": 313, "delete_module": 176, "bpf": 321,
-    "perf_event_open": 298, "keyctl": 250, "add_key": 248, "request_key": 249,
-    "personality": 135, "userfaultfd": 323, "io_uring_setup": 425, "swapon": 167, "swapoff": 168,
-    "setuid": 105, "setgid": 106, "setreuid": 113, "setregid": 114, "setresuid": 117,
-    "setresgid": 119, "setgroups": 116, "open_by_handle_at": 304, "name_to_handle_at": 303,
-    "fanotify_init": 300, "mknod": 133, "mknodat": 259, "iopl": 172, "ioperm": 173,
-    # no changes to the file system, even where the process could write (e.g. as root)
-    "creat": 85, "unlink": 87, "unlinkat": 263, "rename": 82, "renameat": 264, "renameat2": 316,
-    "rmdir": 84, "mkdir": 83, "mkdirat": 258, "truncate": 76, "ftruncate": 77, "link": 86,
-    "linkat": 265, "symlink": 88, "symlinkat": 266, "chmod": 90, "fchmod": 91, "fchmodat": 268,
-    "chown": 92, "fchown": 93, "lchown": 94, "fchownat": 260, "utime": 132, "utimes": 235,
-    "utimensat": 280, "futimesat": 261, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190,
-    "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199, "fallocate": 285,
-}
-# open(2) flags arg index and number: opening for writing/creating is denied
-OPEN_X86_64 = {2: 1, 257: 2}  # open: flags in args[1]; openat: flags in args[2]
-OPENAT2_X86_64 = 437
-WRITE_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000  # O_WRONLY O_RDWR O_CREAT O_TRUNC O_APPEND
-SELF_ONLY_X86_64 = {"kill": 62, "tgkill": 234, "tkill": 200}
-NO_PROCESS_X86_64 = {"fork": 57, "vfork": 58}
-CLONE_X86_64 = 56
-CLONE3_X86_64 = 435
-X32_SYSCALL_BIT = 0x40000000
+ALLOWED = (
+    # reading files the interpreter and libraries need (opens are filtered below)
+    "read", "pread64", "readv", "write", "writev", "close", "lseek", "fstat", "stat", "lstat", "newfstatat",
+    "statx", "access", "faccessat", "faccessat2", "getdents64", "readlink", "readlinkat", "getcwd", "dup", "dup2",
+    "dup3",
+    # memory
+    "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "mbind", "get_mempolicy", "membarrier",
+    # threads, time, identity, randomness, exit
+    "futex", "set_robust_list", "get_robust_list", "rseq", "set_tid_address", "sched_yield", "sched_getaffinity",
+    "gettid", "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups", "getresuid", "getresgid",
+    "uname", "sysinfo", "getrusage", "getrlimit", "getrandom", "clock_gettime", "clock_getres", "gettimeofday",
+    "time", "nanosleep", "clock_nanosleep", "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
+    "poll", "ppoll", "select", "pselect6", "exit", "exit_group",
+)
+"""Allowed with any arguments."""
 
 
-def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
-    return struct.pack("HBBI", code, jt, jf, k & 0xFFFFFFFF)
+@dataclass(frozen=True)
+class Rule:
+    """An allowed system call with a condition on its arguments (for ``rubriq doctor``)."""
+
+    name: str
+    condition: str
 
 
-def build_filter(pid: int) -> bytes:
-    """The BPF program (as bytes of sock_filter) for a process whose pid is ``pid``."""
-    prog = [
-        _insn(_LD_W_ABS, 0, 0, 4),                     # A = arch
-        _insn(_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
-        _insn(_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
-        _insn(_LD_W_ABS, 0, 0, 0),                     # A = syscall number
-        _insn(_JGE_K, 0, 1, X32_SYSCALL_BIT),          # x32 ABI: deny
-        _insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM),
-    ]
-    for nr in sorted(DENIED_X86_64.values()):
-        prog.append(_insn(_JEQ_K, 0, 1, nr))
-        prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM))
-    for nr, arg in sorted(OPEN_X86_64.items()):
-        prog.append(_insn(_JEQ_K, 0, 4, nr))
-        prog.append(_insn(_LD_W_ABS, 0, 0, 16 + 8 * arg))
-        prog.append(_insn(_JSET_K, 0, 1, WRITE_FLAGS))
-        prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM))
-        prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ALLOW))
-    prog.append(_insn(_JEQ_K, 0, 1, OPENAT2_X86_64))  # flags in a struct: let libc fall back
-    prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS))
-    for nr in sorted(NO_PROCESS_X86_64.values()):
-        prog.append(_insn(_JEQ_K, 0, 1, nr))
-        prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM))
-    # clone3 passes its flags in a struct seccomp cannot read: ENOSYS makes glibc fall back
-    # to clone, whose flags we can read: threads (CLONE_THREAD) yes, new processes no.
-    prog.append(_insn(_JEQ_K, 0, 1, CLONE3_X86_64))
-    prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS))
-    prog.append(_insn(_JEQ_K, 0, 4, CLONE_X86_64))
-    prog.append(_insn(_LD_W_ABS, 0, 0, 16))
-    prog.append(_insn(_JSET_K, 1, 0, CLONE_THREAD))
-    prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM))
-    prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ALLOW))
-    for nr in sorted(SELF_ONLY_X86_64.values()):
-        # if nr matches: load args[0] (low word) and allow only our own pid
-        prog.append(_insn(_JEQ_K, 0, 4, nr))
-        prog.append(_insn(_LD_W_ABS, 0, 0, 16))
-        prog.append(_insn(_JEQ_K, 1, 0, pid))
-        prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | EPERM))
-        prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ALLOW))
-    prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ALLOW))
-    return b"".join(prog)
+CONDITIONAL = (
+    Rule("open", "flags (arg 1) request no write, create, truncate or append"),
+    Rule("openat", "flags (arg 2) request no write, create, truncate or append"),
+    Rule("clone", "flags (arg 0) include CLONE_THREAD: threads only, no new process"),
+    Rule("kill", "pid (arg 0) is the caller's own"),
+    Rule("tkill", "tid (arg 0) is the caller's own pid"),
+    Rule("tgkill", "tgid (arg 0) is the caller's own"),
+    Rule("fcntl", "cmd (arg 1) in " + ", ".join(FCNTL_ALLOWED)),
+    Rule("ioctl", "request (arg 1) in " + ", ".join(IOCTL_ALLOWED)),
+    Rule("prlimit64", "pid (arg 0) = 0 and new limit (arg 2) = NULL: read its own limits"),
+    Rule("prctl", "option (arg 0) is PR_SET_NAME or PR_GET_NAME"),
+)
+ENOSYS_CALLS = ("clone3", "openat2")
+"""Answered with ENOSYS, so that libc falls back to a call whose arguments the filter can read."""
+MAX_SYSCALL_X86_64 = 470
+"""Above the highest x86-64 system call number of current kernels (the table test scans 0..this)."""
 
 
-def supported() -> bool:
-    return platform.system() == "Linux" and platform.machine() in ("x86_64", "AMD64")
+def supported() -> tuple[bool, str]:
+    """Whether the allow-list can be installed here, and why not."""
+    if platform.system() != "Linux":
+        return False, "seccomp needs Linux"
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return False, f"the allow-list is written for x86-64 system calls, this machine is {platform.machine()}"
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, OSError) as exc:
+        return False, f"libseccomp is not usable ({exc}): install the system library libseccomp2 and pyseccomp"
+    return True, ""
 
 
-def install() -> None:
-    """Install the filter on the calling thread's process (irreversible). Raises OSError."""
-    if not supported():
-        raise OSError("seccomp filter only implemented for Linux x86-64")
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    code = build_filter(os.getpid())
-    count = len(code) // 8
-    buf = ctypes.create_string_buffer(code, len(code))
+def build_filter(pid: int):
+    """The libseccomp filter for a process whose pid (as it sees it) is ``pid``."""
+    import pyseccomp as sc
 
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    f = sc.SyscallFilter(sc.ERRNO(errno.EPERM))
+    f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+    for name in ALLOWED:
+        f.add_rule(sc.ALLOW, name)
+    f.add_rule(sc.ALLOW, "open", sc.Arg(1, sc.MASKED_EQ, WRITE_FLAGS, 0))
+    f.add_rule(sc.ALLOW, "openat", sc.Arg(2, sc.MASKED_EQ, WRITE_FLAGS, 0))
+    f.add_rule(sc.ALLOW, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, CLONE_THREAD))
+    for name in ("kill", "tkill", "tgkill"):
+        f.add_rule(sc.ALLOW, name, sc.Arg(0, sc.EQ, pid))
+    for cmd in FCNTL_ALLOWED.values():
+        f.add_rule(sc.ALLOW, "fcntl", sc.Arg(1, sc.EQ, cmd))
+    for request in IOCTL_ALLOWED.values():
+        f.add_rule(sc.ALLOW, "ioctl", sc.Arg(1, sc.EQ, request))
+    f.add_rule(sc.ALLOW, "prlimit64", sc.Arg(0, sc.EQ, 0), sc.Arg(2, sc.EQ, 0))
+    for option in (PR_SET_NAME, PR_GET_NAME):
+        f.add_rule(sc.ALLOW, "prctl", sc.Arg(0, sc.EQ, option))
+    for name in ENOSYS_CALLS:
+        f.add_rule(sc.ERRNO(errno.ENOSYS), name)
+    return f
 
-    prog = SockFprog(count, ctypes.cast(buf, ctypes.c_void_p))
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+
+def install(pid: int | None = None) -> None:
+    """Load the filter on the calling process (irreversible; sets no_new_privs). Raises OSError."""
+    ok, why = supported()
+    if not ok:
+        raise OSError(why)
+    build_filter(os.getpid() if pid is None else pid).load()
+
+
+def allowed_names() -> tuple[str, ...]:
+    """Every system call the filter lets through in some form (unconditionally or with a condition)."""
+    return tuple(sorted(set(ALLOWED) | {r.name for r in CONDITIONAL}))
+
+
+def allowed_numbers() -> set[int]:
+    """x86-64 numbers of :func:`allowed_names` (and the ENOSYS ones), resolved by libseccomp."""
+    import pyseccomp as sc
+
+    names = set(allowed_names()) | set(ENOSYS_CALLS)
+    return {sc.resolve_syscall(sc.Arch.X86_64, name) for name in names}
+
+
+def describe() -> dict[str, object]:
+    """The allow-list as ``rubriq doctor`` prints it."""
+    return {"default": "EPERM", "other architectures and x32": "process killed", "allowed": list(ALLOWED),
+            "allowed with conditions": {r.name: r.condition for r in CONDITIONAL}, "ENOSYS": list(ENOSYS_CALLS)}
+
+
+__all__ = ["ALLOWED", "CONDITIONAL", "ENOSYS_CALLS", "allowed_names", "allowed_numbers", "build_filter", "describe",
+           "install", "supported"]
