@@ -11,6 +11,8 @@ setup: $(STAMP)
 # torch==2.13.0 first: on the project machines pip takes a CPU build from local disk;
 # a plain `torch` requirement would pull a multi-GB CUDA build.
 $(STAMP): pyproject.toml Makefile
+	@# the sandbox's seccomp allow-list is built by the system libseccomp (Debian: libseccomp2)
+	@ldconfig -p | grep -q 'libseccomp.so.2' || { apt-get update -qq && apt-get install -y -qq libseccomp2; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0

@@ -245,21 +245,37 @@ def _prompt_reference_circuits():
 
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
-    """Start a sandbox worker and report which isolation layers are active on this machine."""
+    """Start a sandbox worker and report which isolation layers hold on this machine, and the
+    seccomp allow-list. Exit code 1 when a layer is missing."""
+    from rubriq.extract.sandbox import SandboxUnavailable
     from rubriq.extract.sandbox import doctor as sandbox_doctor
 
-    report = sandbox_doctor()
+    try:
+        report = sandbox_doctor()
+    except SandboxUnavailable as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(1)
     if as_json:
         print(json.dumps(report, indent=2))
-        return
-    table = Table(title=f"RubriQ sandbox layers (euid {report.get('euid')}, Python {report.get('python')})")
+        raise typer.Exit(0 if all(report["active"].values()) else 1)
+    table = Table(title=f"RubriQ sandbox layers (euid {report.get('euid')}, child's host uid "
+                        f"{report.get('outside_uid')}, Python {report.get('python')})")
     table.add_column("layer", no_wrap=True)
-    table.add_column("active")
+    table.add_column("holds")
     table.add_column("why not")
     for name, active in report["active"].items():
         table.add_row(name, "[green]yes[/green]" if active else "[yellow]no[/yellow]", report["why"].get(name, ""))
     console.print(table)
-    console.print("See SECURITY.md for what holds when a layer is inactive.")
+    sc = report.get("seccomp") or {}
+    if sc:
+        console.print(f"seccomp: default {sc['default']}; other architectures and x32: "
+                      f"{sc['other architectures and x32']}; ENOSYS: {', '.join(sc['ENOSYS'])}", highlight=False)
+        console.print("allowed: " + ", ".join(sc["allowed"]), highlight=False)
+        for name, condition in sc["allowed with conditions"].items():
+            console.print(f"allowed if {condition}: {name}", highlight=False, markup=False)
+    console.print("See SECURITY.md for what each layer does and what holds when one is missing.")
+    if not all(report["active"].values()):
+        raise typer.Exit(1)
 
 
 train_app = typer.Typer(help="Train a policy (GRPO, Sparse-GRPO, Sparse-PPO, ablations).", no_args_is_help=True)

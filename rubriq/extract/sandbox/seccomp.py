@@ -80,6 +80,9 @@ ENOSYS_CALLS = ("clone3", "openat2")
 """Answered with ENOSYS, so that libc falls back to a call whose arguments the filter can read."""
 MAX_SYSCALL_X86_64 = 470
 """Above the highest x86-64 system call number of current kernels (the table test scans 0..this)."""
+KERNEL_EXEMPT_X86_64 = {335: "uretprobe", 336: "uprobe"}
+"""Passed through seccomp by the kernel itself (Linux >= 6.11 / 6.16: they serve uprobe
+trampolines); called from anywhere else the kernel kills the caller with SIGILL."""
 
 
 def supported() -> tuple[bool, str]:
@@ -147,5 +150,5 @@ def describe() -> dict[str, object]:
             "allowed with conditions": {r.name: r.condition for r in CONDITIONAL}, "ENOSYS": list(ENOSYS_CALLS)}
 
 
-__all__ = ["ALLOWED", "CONDITIONAL", "ENOSYS_CALLS", "allowed_names", "allowed_numbers", "build_filter", "describe",
+__all__ = ["ALLOWED", "CONDITIONAL", "ENOSYS_CALLS", "KERNEL_EXEMPT_X86_64", "allowed_names", "allowed_numbers", "build_filter", "describe",
            "install", "supported"]
