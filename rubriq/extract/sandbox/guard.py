@@ -9,6 +9,10 @@ the sandboxed child process (see SECURITY.md): this filter is bypassable by desi
 Traceback (most recent call last):
 ...
 rubriq.extract.sandbox.guard.GuardError: import of 'os' is not allowed (allowed: qiskit, numpy, math, cmath)
+>>> check_code("from numpy.ctypeslib import ctypes")
+Traceback (most recent call last):
+...
+rubriq.extract.sandbox.guard.GuardError: import from 'numpy.ctypeslib' is not allowed (allowed: qiskit, numpy, math, cmath)
 """
 
 from __future__ import annotations
@@ -22,6 +26,17 @@ FORBIDDEN_NAMES = frozenset({
     "__loader__", "__spec__", "dir", "type", "super", "object", "classmethod", "staticmethod",
 })
 ALLOWED_DUNDER_STRINGS = frozenset({"__main__"})
+# Modules reachable through another module's namespace (``from qiskit import os``,
+# ``from numpy.ctypeslib import ctypes``, ``np.ctypeslib``): refused as imported names and as
+# attributes.  ``random`` and ``math`` stay allowed (numpy.random, qiskit's use of math).
+DANGEROUS_NAMES = frozenset({
+    "os", "sys", "ctypes", "ctypeslib", "subprocess", "importlib", "builtins", "shutil", "socket", "signal",
+    "pickle", "marshal", "io", "pathlib", "posix", "multiprocessing", "threading", "_thread", "gc", "inspect",
+    "types", "code", "codeop", "runpy", "pty", "fcntl", "resource", "mmap", "select", "selectors", "asyncio",
+    "tempfile", "glob", "platform", "sysconfig", "site", "atexit", "weakref", "f2py", "distutils", "testing",
+    "lib", "compat", "utils", "pkgutil", "zipimport", "linecache", "traceback", "faulthandler", "tracemalloc",
+    "urllib", "http", "ftplib", "smtplib", "requests", "dill", "cloudpickle", "warnings", "logging",
+})
 MAX_CODE_BYTES = 65536
 
 
@@ -30,7 +45,10 @@ class GuardError(ValueError):
 
 
 def _module_ok(name: str | None) -> bool:
-    return bool(name) and name.split(".")[0] in ALLOWED_MODULES
+    """An allowed top-level package, and no private or dangerous submodule on the way."""
+    if not name or name.split(".")[0] not in ALLOWED_MODULES:
+        return False
+    return not any(part.startswith("_") or part in DANGEROUS_NAMES for part in name.split(".")[1:])
 
 
 def check_code(code: str) -> None:
@@ -51,9 +69,15 @@ def check_code(code: str) -> None:
         elif isinstance(node, ast.ImportFrom):
             if node.level or not _module_ok(node.module):
                 raise GuardError(f"import from {node.module!r} is not allowed (allowed: {', '.join(ALLOWED_MODULES)})")
+            for alias in node.names:
+                if alias.name.startswith("_") or alias.name in DANGEROUS_NAMES:
+                    raise GuardError(f"importing {alias.name!r} from {node.module!r} is not allowed")
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
                 raise GuardError(f"access to private attribute {node.attr!r} is not allowed")
+            if node.attr in DANGEROUS_NAMES:
+                raise GuardError(f"access to attribute {node.attr!r} is not allowed (a module reachable through "
+                                 "another one)")
         elif isinstance(node, ast.Name):
             if node.id in FORBIDDEN_NAMES or (node.id.startswith("__") and node.id != "__name__"):
                 raise GuardError(f"use of {node.id!r} is not allowed")
