@@ -105,6 +105,54 @@ PYTHON_CASES = [
     ("too-many-gates", "qc = QuantumCircuit(2)\nfor _ in range(300000):\n    qc.h(0)", "zero"),
 ]
 
+# Kernel-level attacks (the families of issue #13). Each sets ``hit`` when an attack worked and
+# then builds a circuit, so success shows up as a reward > 0; victims are started by the test.
+SYSCALL = ("import ctypes, os, struct, glob\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+           "libc.syscall.restype = ctypes.c_long\n"
+           "def call(nr, *a):\n"
+           "    a = [ctypes.c_long(x) if isinstance(x, int) else x for x in a] + [ctypes.c_long(0)] * (6 - len(a))\n"
+           "    return libc.syscall(ctypes.c_long(nr), *a)\n"
+           "buf = ctypes.create_string_buffer(256)\nhit = False\n")
+KERNEL_CASES = [
+    ("signal-queueinfo", "hit |= call(129, {VICTIM}, 19, buf) == 0\nhit |= call(297, {VICTIM}, {VICTIM}, 9, buf) == 0"),
+    ("pidfd-signal", "fd = call(434, {VICTIM}, 0)\nhit |= fd >= 0 and call(424, fd, 9, 0, 0) == 0"),
+    ("pidfd-getfd-steal", "for target in ({PARENT_PID}, {ZYGOTE_PID}):\n    pfd = call(434, target, 0)\n"
+                          "    for n in range(64):\n        got = call(438, pfd, n, 0) if pfd >= 0 else -1\n"
+                          "        if got >= 0:\n            hit = True\n"
+                          "            os.write(got, struct.pack('>I', 2**32 - 1) + b'forged')"),
+    ("fcntl-setown-setsig", "hit |= call(72, 1, 8, {VICTIM}) == 0\nhit |= call(72, 1, 10, 9) == 0"),
+    ("sched-other-process", "mask = ctypes.c_ulong(1)\nhit |= call(203, {VICTIM}, 8, ctypes.byref(mask)) == 0\n"
+                            "hit |= call(141, 0, {VICTIM}, 19) == 0\nhit |= call(144, {VICTIM}, 0, buf) == 0"),
+    ("new-mount-api", "hit |= call(430, b'tmpfs', 0) >= 0\nhit |= call(428, -100, b'/', 1) >= 0\n"
+                      "hit |= call(165, b'none', b'/', 0, 16384 | 262144, 0) == 0"),
+    ("chmod-xattr-acct", "hit |= call(452, -100, b'{CANARY}', 0o777, 0) == 0\n"
+                         "hit |= call(188, b'{CANARY}', b'user.x', b'1', 1, 0) == 0\n"
+                         "hit |= call(191, b'{CANARY}', b'user.x', buf, 16) >= 0\nhit |= call(163, b'/tmp/acct') == 0"),
+    ("ioctl-tiocsti", "for fd in range(3):\n    hit |= call(16, fd, 0x5412, b'x') == 0"),
+    ("sysv-posix-ipc", "hit |= call(29, 0, 4096, 0o1666) >= 0\nhit |= call(64, 0, 1, 0o1666) >= 0\n"
+                       "hit |= call(68, 0, 0o1666) >= 0\nhit |= call(240, b'q', 0o100 | 2, 0o666, 0) >= 0"),
+    ("clock-hostname", "hit |= call(170, b'pwned', 5) == 0\nhit |= call(164, buf, 0) == 0\n"
+                       "hit |= call(159, buf) >= 0\nhit |= call(227, 0, buf) == 0"),
+    ("prlimit-other", "hit |= call(302, {VICTIM}, 7, buf, 0) == 0\nhit |= call(302, 0, 7, buf, 0) == 0"),
+    ("proc-environ-mem-root", "for path in ['/proc/{PARENT_PID}/environ', '/proc/{PARENT_PID}/mem', "
+                              "'/proc/{PARENT_PID}/root{CANARY}', '/proc/1/root{CANARY}'] + glob.glob('/proc/*/environ'):\n"
+                              "    try:\n        data = open(path, 'rb').read(4096)\n"
+                              "        hit |= b'hf_secret' in data or b'do not touch' in data\n"
+                              "    except OSError:\n        pass\n"
+                              "hit |= any(p.isdigit() and int(p) > 2 for p in os.listdir('/proc'))"),
+    ("pdeathsig-fork-outlive", "hit |= call(157, 1, 0) == 0\npid = call(57)\n"
+                               "if pid == 0:\n    import time\n    time.sleep(60)\nhit |= pid > 0"),
+    ("kill-ptrace-init", "hit |= call(62, 1, 9) == 0\nhit |= call(62, -1, 9) == 0\nhit |= call(101, 16, 1, 0, 0) == 0\n"
+                         "hit |= call(62, {VICTIM}, 19) == 0"),
+    ("namespaces-bpf-uring", "hit |= call(272, 0x10000000) == 0\nhit |= call(308, 0, 0) == 0\n"
+                             "hit |= call(321, 0, buf, 16) >= 0\nhit |= call(425, 8, buf) >= 0\n"
+                             "hit |= call(298, buf, 0, -1, -1, 0) >= 0\nhit |= call(323, 0) >= 0"),
+    ("sockets-abstract-unix", "hit |= call(41, 1, 1, 0) >= 0\nhit |= call(41, 2, 1, 0) >= 0\nhit |= call(53, 1, 1, 0, buf) == 0"),
+    ("forge-frames-everywhere", "for fd in range(64):\n    try:\n"
+                                "        os.write(fd, struct.pack('>I', 2**32 - 1) + b'{{\"nonce\": \"x\", \"status\": \"ok\"}}')\n"
+                                "    except OSError:\n        pass"),
+]
+
 N_BITS = 4294967296
 QASM_CASES = [
     ("qreg-2^32", f'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[{N_BITS}];\nh q[0];'),
@@ -205,10 +253,34 @@ def world(tmp_path_factory):
     os.environ["HF_TOKEN"] = "hf_secret_for_the_test"
     listener = Listener()
     doctor()  # start a zygote now: its start-up is not part of any case's time
+    victim = psutil.Popen(["sleep", "3600"])
+    pipe_r, pipe_w = os.pipe()
+    sock_a, sock_b = socket.socketpair()
     yield {"canaries": canaries, "canary_dir": canary_dir, "listener": listener,
-           "digests": [_digest(c) for c in canaries]}
+           "digests": [_digest(c) for c in canaries], "victim": victim, "victim_state": _victim_state(victim),
+           "pipe": (pipe_r, pipe_w), "sockets": (sock_a, sock_b), "hostname": socket.gethostname(),
+           "sysv": _sysv_objects()}
+    victim.kill()
+    for fd in (pipe_r, pipe_w):
+        os.close(fd)
+    sock_a.close()
+    sock_b.close()
     listener.close()
     os.environ.pop("HF_TOKEN", None)
+
+
+def _victim_state(victim) -> tuple:
+    return (victim.status(), victim.nice(), tuple(victim.cpu_affinity()), victim.rlimit(psutil.RLIMIT_NOFILE))
+
+
+def _sysv_objects() -> tuple[int, ...]:
+    counts = []
+    for kind in ("shm", "sem", "msg"):
+        try:
+            counts.append(len(Path(f"/proc/sysvipc/{kind}").read_text().splitlines()))
+        except OSError:
+            counts.append(-1)
+    return tuple(counts)
 
 
 def _evaluator(prefilter: bool) -> RubriQEvaluator:
@@ -219,6 +291,14 @@ def _evaluator(prefilter: bool) -> RubriQEvaluator:
 
 def _check_world(world, elapsed: float, limit: float, rss_before: float) -> None:
     assert elapsed <= limit + MARGIN, f"took {elapsed:.1f} s"
+    victim = world["victim"]
+    assert victim.is_running() and _victim_state(victim) == world["victim_state"], "the victim process was touched"
+    import select
+
+    for fd in (world["pipe"][0], world["sockets"][1].fileno()):
+        assert not select.select([fd], [], [], 0)[0], "data reached a pipe or socket of the evaluating process"
+    assert socket.gethostname() == world["hostname"], "the host name changed"
+    assert _sysv_objects() == world["sysv"], "SysV IPC objects were left behind"
     for path, digest in zip(world["canaries"], world["digests"]):
         assert path.exists() and _digest(path) == digest, f"canary {path} was touched"
     assert world["listener"].connections == 0, "the loopback listener received a connection"
@@ -254,6 +334,35 @@ def test_hostile_python(world, prefilter, case_id, code, expect):
     _check_world(world, elapsed, PY_TIMEOUT, rss)
 
 
+HONEST_QFT2 = ("```python\n" + HEADER + "import numpy as np\nqc = QuantumCircuit(2)\nqc.h(1)\n"
+               "qc.cp(np.pi / 2, 0, 1)\nqc.h(0)\nqc.swap(0, 1)\n```")
+
+
+@pytest.mark.parametrize("prefilter", [True, False], ids=["prefilter", "no-prefilter"])
+@pytest.mark.parametrize("case_id,code", KERNEL_CASES, ids=[c[0] for c in KERNEL_CASES])
+def test_hostile_kernel(world, prefilter, case_id, code):
+    """Each attack family of issue #13 against victims of the test; then the NEXT honest
+    completion must get exactly its honest reward (no job affects another)."""
+    zygotes = _zygote_pids()
+    body = SYSCALL + code.format(CANARY=world["canaries"][0], VICTIM=world["victim"].pid, PARENT_PID=os.getpid(),
+                                 ZYGOTE_PID=min(zygotes) if zygotes else 1)
+    text = "```python\n" + HEADER + body + "\nif hit:\n    qc = QuantumCircuit(2)\n    qc.h(0)\n```"
+    evaluator = _evaluator(prefilter)
+    rss = _rss_mb()
+    start = time.monotonic()
+    result = evaluator.evaluate(text)
+    elapsed = time.monotonic() - start
+    assert result.reward == 0.0 and result.error_type is not None, result.to_dict()
+    if not prefilter:  # the kernel, not the pre-filter, stopped it: the code ran to its end
+        assert "defined no QuantumCircuit" in (result.error or "") or "malformed" in (result.error or ""), result.error
+    _check_world(world, elapsed, PY_TIMEOUT, rss)
+    honest = _evaluator(True).evaluate('OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; h q[1]; cp(pi/2) q[0],q[1];'
+                                       " h q[0]; swap q[0],q[1];")
+    after = _evaluator(prefilter).evaluate(HONEST_QFT2)
+    assert after.error is None and after.sandbox == {"missing": {}}, after.to_dict()
+    assert after.reward == pytest.approx(honest.reward, abs=1e-12)
+
+
 @pytest.mark.parametrize("case_id,text", QASM_CASES, ids=[c[0] for c in QASM_CASES])
 def test_hostile_qasm(world, case_id, text):
     evaluator = _evaluator(True)
@@ -265,12 +374,27 @@ def test_hostile_qasm(world, case_id, text):
     _check_world(world, elapsed, 2.0, rss)
 
 
-def test_layers_are_reported():
+def test_every_layer_holds_and_is_reported():
+    from rubriq.extract.sandbox.layers import LAYERS
+
     report = doctor()
-    assert set(report["active"]) == {"session", "namespaces", "rlimits", "uid_drop", "pdeathsig", "seccomp"}
-    assert report["active"]["session"] and report["active"]["rlimits"]
+    assert tuple(report["active"]) == LAYERS
     for name, active in report["active"].items():
         assert active or name in report["why"], f"{name} inactive without a reason"
+    if Path("/proc/sys/user/max_user_namespaces").read_text().strip() == "0":
+        pytest.skip("user namespaces are disabled on this kernel: the layers cannot hold (reported above)")
+    assert all(report["active"].values()), report["why"]
+    assert report["outside_uid"] != 0 and report["probe_status"] == "ok"
+
+
+def test_the_virtualenv_is_outside_tmp():
+    """The child's /tmp is an empty tmpfs: with the interpreter under /tmp, modules would vanish
+    in the child and attacks would look blocked when they are not. The sandbox binds the
+    interpreter back, but the corpus must not depend on that."""
+    import sys
+
+    assert not any(p.startswith(("/tmp/", "/var/tmp/")) for p in (sys.prefix, sys.base_prefix)), (
+        f"run the hostile corpus with the virtualenv outside /tmp (sys.prefix = {sys.prefix})")
 
 
 def test_pool_survives_and_replaces_a_killed_worker(world):
@@ -279,8 +403,62 @@ def test_pool_survives_and_replaces_a_killed_worker(world):
     for pid in before:
         os.kill(pid, 9)
     result = _evaluator(True).evaluate("```python\n" + HEADER + "qc = QuantumCircuit(2)\nqc.h(0)\n```")
-    # The dead worker is detected, replaced, and the job reported (or rerun) without a hang.
-    assert result.error_type in (None, "parse")
+    # The dead worker is detected and replaced; the job is reported as a sandbox failure, not a hang.
+    assert result.error_type in (None, "sandbox")
     again = _evaluator(True).evaluate("```python\n" + HEADER + "qc = QuantumCircuit(2)\nqc.h(1)\n```")
     assert again.error is None and again.gate_counts == {"h": 1}
     assert pool.size >= 1
+
+
+@pytest.mark.parametrize("command,startup,reason", [
+    (("{python}", "-c", "raise SystemExit('rubriq is not importable here')"), 60.0, "rubriq is not importable here"),
+    (("{python}", "-c", "import time; time.sleep(600)"), 2.0, "before the deadline"),
+], ids=["exits", "hangs"])
+def test_a_worker_that_cannot_start_is_a_sandbox_error_within_the_budget(command, startup, reason):
+    import sys
+
+    from rubriq.extract.sandbox import pool as pool_module
+
+    broken = pool_module.SandboxPool(1, command=tuple(c.format(python=sys.executable) for c in command),
+                                     startup_timeout=startup)
+    saved = (pool_module._POOL, pool_module._POOL_PID)
+    pool_module._POOL, pool_module._POOL_PID = broken, os.getpid()
+    try:
+        evaluator = _evaluator(True)
+        for attempt in range(2):   # the second answer comes at once (the pool remembers why)
+            start = time.monotonic()
+            result = evaluator.evaluate("```python\n" + HEADER + f"qc = QuantumCircuit({attempt + 1})\nqc.h(0)\n```")
+            elapsed = time.monotonic() - start
+            assert result.error_type == "sandbox" and result.reward == 0.0, result.to_dict()
+            assert reason in result.error
+            assert elapsed <= (startup + 5.0 if attempt == 0 else 1.0), elapsed
+    finally:
+        broken.close()
+        pool_module._POOL, pool_module._POOL_PID = saved
+
+
+def test_a_job_with_an_absurd_timeout_is_refused_by_the_zygote():
+    from rubriq.extract.sandbox.zygote import validate_job
+
+    job = {"nonce": "n", "code": "x", "timeout_s": 1e5, "memory_mb": 1024, "max_output_bytes": 4096, "max_ops": 10}
+    assert "timeout_s" in validate_job(job)
+    assert validate_job(dict(job, timeout_s=5.0)) is None
+
+
+def test_the_parent_refuses_a_4gib_frame_header_without_waiting():
+    from rubriq.extract.sandbox.zygote import FrameError, read_frame
+
+    r, w = os.pipe()
+    os.write(w, b"\xff\xff\xff\xff" + b"x" * 10)
+    start = time.monotonic()
+    with pytest.raises(FrameError, match="announced"):
+        read_frame(r, time.monotonic() + 5, max_bytes=1 << 20)
+    os.close(r)
+    os.close(w)
+    r, w = os.pipe()
+    os.write(w, b"\x00\x00\x00\x10{")   # a frame that never completes: the deadline ends the wait
+    with pytest.raises(FrameError, match="deadline"):
+        read_frame(r, time.monotonic() + 0.5, max_bytes=1 << 20)
+    assert time.monotonic() - start < 3
+    os.close(r)
+    os.close(w)
