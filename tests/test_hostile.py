@@ -224,8 +224,11 @@ def _rss_mb() -> float:
 
 
 def _zygote_pids() -> set[int]:
-    return {p.pid for p in psutil.process_iter(["cmdline"])
-            if p.info["cmdline"] and "rubriq.extract.sandbox.zygote" in " ".join(p.info["cmdline"])}
+    """This test process's own zygotes (another session's, e.g. an outer root run, are not ours)."""
+    me = os.getpid()
+    return {p.pid for p in psutil.process_iter(["cmdline", "ppid"])
+            if p.info["ppid"] == me and p.info["cmdline"]
+            and "rubriq.extract.sandbox.zygote" in " ".join(p.info["cmdline"])}
 
 
 def _stray_processes(zygotes: set[int]) -> list[str]:
@@ -246,7 +249,9 @@ def _stray_processes(zygotes: set[int]) -> list[str]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     canary_dir = tmp_path_factory.mktemp("canary")
-    canaries = [canary_dir / "canary.txt", Path(__file__).resolve().parents[1] / ".pytest_cache" / "rubriq-canary.txt"]
+    repo_cache = Path(__file__).resolve().parents[1] / ".pytest_cache"
+    second = repo_cache if os.access(repo_cache.parent, os.W_OK) else tmp_path_factory.mktemp("canary-outside")
+    canaries = [canary_dir / "canary.txt", second / "rubriq-canary.txt"]
     for c in canaries:
         c.parent.mkdir(parents=True, exist_ok=True)
         c.write_text("do not touch\n")
@@ -270,7 +275,9 @@ def world(tmp_path_factory):
 
 
 def _victim_state(victim) -> tuple:
-    return (victim.status(), victim.nice(), tuple(victim.cpu_affinity()), victim.rlimit(psutil.RLIMIT_NOFILE))
+    status = victim.status()
+    alive = status if status in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD) else "alive"
+    return (alive, victim.nice(), tuple(victim.cpu_affinity()), victim.rlimit(psutil.RLIMIT_NOFILE))
 
 
 def _sysv_objects() -> tuple[int, ...]:
@@ -462,3 +469,52 @@ def test_the_parent_refuses_a_4gib_frame_header_without_waiting():
     assert time.monotonic() - start < 3
     os.close(r)
     os.close(w)
+
+
+def _hidden_ancestor(path: str) -> str | None:
+    """The outermost directory above ``path`` that others cannot enter (e.g. /root, 0700)."""
+    parts = Path(path).resolve().parts
+    for i in range(2, len(parts)):
+        d = Path(*parts[:i])
+        if not d.stat().st_mode & 0o001:
+            return str(d)
+    return None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="this run is already unprivileged")
+def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
+    """The hostile corpus and the seccomp table again, as `nobody` (setpriv), with every layer
+    required: the sandbox must hold without root. An interpreter under a 0700 directory (pyenv in
+    /root) is made reachable for that run only, in a private mount namespace (unshare)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if not (shutil.which("setpriv") and shutil.which("unshare")):
+        pytest.skip("util-linux setpriv/unshare not installed")
+    repo = Path(__file__).resolve().parents[1]
+    if _hidden_ancestor(str(repo)):
+        pytest.skip(f"the repository lies under {_hidden_ancestor(str(repo))}, which nobody cannot enter")
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chmod(tmp_path, 0o755)
+    os.chown(home, 65534, 65534)
+    script = ["set -eu"]
+    hidden = _hidden_ancestor(sys.base_prefix)
+    if hidden:   # bind the interpreter back over an empty tmpfs, for this process tree only
+        keep = str(Path(sys.base_prefix).resolve())
+        inside = str(Path(hidden) / Path(keep).relative_to(hidden).parts[0])
+        script += [f"mkdir -p {tmp_path}/stash", f"mount --bind {inside} {tmp_path}/stash",
+                   f"mount -t tmpfs -o mode=0755 tmpfs {hidden}", f"mkdir -p {inside}",
+                   f"mount --move {tmp_path}/stash {inside}"]
+    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_hostile.py",
+                  "tests/test_seccomp.py", "-k", "not unprivileged"]
+    script.append("exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "
+                  + " ".join(f"'{a}'" for a in pytest_cmd))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1",
+           "HF_HUB_OFFLINE": "1", "RUBRIQ_SHARED": os.environ.get("RUBRIQ_SHARED", "")}
+    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script)],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    tail = (proc.stdout + proc.stderr)[-3000:]
+    assert proc.returncode == 0, tail
+    assert " passed" in tail and " failed" not in tail and " error" not in tail, tail

@@ -9,12 +9,31 @@ numba the NumPy kernels run.
 
 from __future__ import annotations
 
+import os
+
 import numba
 import numpy as np
 from numba import njit, prange
 
 
-@njit(parallel=True, cache=True, fastmath=False)
+def _cache_usable() -> bool:
+    """numba caches next to this file, or under NUMBA_CACHE_DIR / the user's cache folder; with
+    none writable (a read-only install used by another user) ``cache=True`` makes every call
+    fail ("no locator available"), so compile without a cache there (numba reads
+    NUMBA_CACHE_DIR at import, so it cannot be pointed elsewhere from here)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return True
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    if os.access(here if os.path.isdir(here) else os.path.dirname(here), os.W_OK):
+        return True
+    home_cache = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.access(home_cache if os.path.isdir(home_cache) else os.path.expanduser("~"), os.W_OK)
+
+
+CACHE = _cache_usable()
+
+
+@njit(parallel=True, cache=CACHE, fastmath=False)
 def dense1(src, out, perm, p, q, g00, g01, g10, g11):  # pragma: no cover - compiled
     rows, m = src.shape
     low = (1 << q) - 1
@@ -36,7 +55,7 @@ def dense1(src, out, perm, p, q, g00, g01, g10, g11):  # pragma: no cover - comp
             out[r1, c] = b0 * x0 + b1 * x1
 
 
-@njit(parallel=True, cache=True, fastmath=False)
+@njit(parallel=True, cache=CACHE, fastmath=False)
 def dense2(src, out, perm, p, a, b, g):  # pragma: no cover - compiled
     rows, m = src.shape
     lo = min(a, b)

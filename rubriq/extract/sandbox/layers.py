@@ -257,8 +257,12 @@ def isolation_facts() -> dict[str, object]:
             "rlimit_fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0]}
 
 
-def check_isolation(facts: dict, host_ns: dict[str, int], slot: int, pdeathsig_on: bool = True) -> dict[str, str]:
-    """{layer: why it is missing} for every layer of LAYERS that the facts do not show."""
+def check_isolation(facts: dict, host_ns: dict[str, int], outside_uid: int, host_root: bool,
+                    pdeathsig_on: bool = True) -> dict[str, str]:
+    """{layer: why it is missing} for every layer of LAYERS that the facts do not show.
+
+    ``outside_uid`` and ``host_root`` are the zygote's (:func:`outside_ids`, euid 0): inside its
+    namespace the child is uid 0 whatever it is outside."""
     missing: dict[str, str] = {}
     ns = facts.get("ns") or {}
     for name, layer in (("user", "user_ns"), ("pid", "pid_ns"), ("mnt", "mount_ns"), ("net", "net_ns"),
@@ -267,12 +271,11 @@ def check_isolation(facts: dict, host_ns: dict[str, int], slot: int, pdeathsig_o
             missing[layer] = f"the child shares the host's {name} namespace"
     if facts.get("pid") != 2 or any(p > 2 for p in facts.get("visible_pids") or [99]):
         missing["fresh_proc"] = f"the child sees pids {facts.get('visible_pids')} (expected 1 and 2)"
-    uid, _ = outside_ids(slot)
     uid_map = facts.get("uid_map") or []
-    if uid_map[:3] != ["0", str(uid), "1"]:
-        missing["unprivileged_uid"] = f"uid map {' '.join(uid_map)!r}, expected '0 {uid} 1'"
-    elif os.geteuid() == 0 and uid < 1000:
-        missing["unprivileged_uid"] = f"outside uid {uid} is a system uid"
+    if uid_map[:3] != ["0", str(outside_uid), "1"]:
+        missing["unprivileged_uid"] = f"uid map {' '.join(uid_map)!r}, expected '0 {outside_uid} 1'"
+    elif host_root and outside_uid < 1000:
+        missing["unprivileged_uid"] = f"outside uid {outside_uid} is a system uid"
     for key in ("cap_eff", "cap_prm", "cap_bnd"):
         if facts.get(key) != "0000000000000000":
             missing["no_capabilities"] = f"{key} = {facts.get(key)}"

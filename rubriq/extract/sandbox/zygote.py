@@ -117,7 +117,13 @@ class _Context:
         self.slot = slot
         self.host_ns = layers.namespace_ids()
         self.root = os.geteuid() == 0
+        self.outside_uid, self.outside_gid = layers.outside_ids(slot)
         self.zygote_pid = os.getpid()
+
+    def missing(self, facts: dict) -> dict[str, str]:
+        from rubriq.extract.sandbox import layers
+
+        return layers.check_isolation(facts, self.host_ns, self.outside_uid, self.root)
 
 
 def _setup_failure(w: int, where: str, exc: BaseException) -> None:  # pragma: no cover - forked
@@ -220,7 +226,7 @@ def _child(job: dict, ctx: _Context, w: int) -> None:  # pragma: no cover - pid 
         layers.set_no_new_privs()
         seccomp.install(os.getpid())
         facts = layers.isolation_facts()
-        missing = layers.check_isolation(facts, ctx.host_ns, ctx.slot)
+        missing = ctx.missing(facts)
     except BaseException as exc:
         _setup_failure(w, "child", exc)
     out = os.fdopen(w, "w")
@@ -306,9 +312,8 @@ def run_job(job: dict, ctx: _Context) -> dict:
     try:
         if select.select([ready_r], [], [], max(0.0, deadline - time.monotonic()) + 5.0)[0] and \
                 os.read(ready_r, 1) == b"u":
-            uid, gid = layers.outside_ids(ctx.slot)
             try:
-                layers.write_id_maps(pid, uid, gid)
+                layers.write_id_maps(pid, ctx.outside_uid, ctx.outside_gid)
                 os.write(maps_w, b"m")
             except OSError as exc:
                 status, why = "sandbox", f"uid map: {exc}"
@@ -342,7 +347,7 @@ def run_job(job: dict, ctx: _Context) -> dict:
     if status is not None:
         return {"status": status, "error": why, "elapsed_s": elapsed, "missing": {}}
     facts, result, malformed = _parse_output(b"".join(chunks))
-    missing = layers.check_isolation(facts["facts"], ctx.host_ns, ctx.slot) if facts and "facts" in facts else {}
+    missing = ctx.missing(facts["facts"]) if facts and "facts" in facts else {}
     if malformed:
         return {"status": "malformed", "error": malformed, "elapsed_s": elapsed, "missing": missing}
     if result is not None and "setup_error" in result:
