@@ -142,11 +142,23 @@ def test_tokens_never_reach_files_or_the_console(tmp_path, monkeypatch, capsys):
     said = []
     run = HardwareRun(["ionq_aria"], out=tmp_path, providers={"ionq_aria": provider}, say=said.append)
     run.run({"ghz3": ghz()})
-    rows = run.run({"ghz3": ghz()})
+    rows = run.run({"ghz3": ghz()})     # the same run polls the id it kept in memory
     write_results(rows, tmp_path)
+    assert said and not any(secret in line for line in said), said   # HardwareRun redacts, not only the CLI
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+    # the id was withheld, not rewritten into one that cannot be polled; a later run does not resubmit
+    entry = next(iter(json.loads((tmp_path / "jobs.json").read_text()).values()))
+    assert entry["job_id"] is None and entry["job_id_withheld"] is True
+    # a job still pending when its run ends cannot be polled later, and is not resubmitted
+    pending, later_said = FakeProvider(leak=f"?apiKey={secret}"), []
+    HardwareRun(["ionq_aria"], out=tmp_path / "p", providers={"ionq_aria": pending}, say=lambda m: None).run(
+        {"ghz3": ghz()})
+    HardwareRun(["ionq_aria"], out=tmp_path / "p", providers={"ionq_aria": pending}, say=later_said.append).run(
+        {"ghz3": ghz()})
+    assert pending.submitted == [4096] and len(pending.polls) == 1
+    assert any("not stored" in line for line in later_said), later_said
     (tmp_path / "c.qasm").write_text(qasm2.dumps(ghz()))
     assert main(["--circuits", str(tmp_path / "c.qasm"), "--backend", "ionq_aria", "--dry-run",
                  "--out", str(tmp_path / "dry")]) == 0

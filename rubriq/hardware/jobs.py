@@ -33,6 +33,11 @@ def secrets() -> list[str]:
     return [v for v in (os.environ.get(k) for k in TOKEN_VARIABLES) if v and len(v) >= 4]
 
 
+def contains_secret(text: str) -> bool:
+    """Whether ``text`` holds the value of a provider token."""
+    return any(secret in text for secret in secrets())
+
+
 def redact(text: str) -> str:
     for secret in secrets():
         text = text.replace(secret, "***")
@@ -55,8 +60,6 @@ def job_key(backend: str, name: str, qasm: str, shots: int) -> str:
 class JobStore:
     """Persistent map job key -> {backend, circuit, shots, mode, job_id, status, counts}."""
 
-    FINISHED = ("DONE", "COMPLETED", "completed")
-
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.jobs: dict[str, dict[str, Any]] = {}
@@ -75,6 +78,3 @@ class JobStore:
         self.save()
         return entry
 
-    def finished(self, key: str) -> bool:
-        entry = self.jobs.get(key) or {}
-        return entry.get("counts") is not None

@@ -34,7 +34,7 @@ from typing import Any, Callable
 from qiskit import QuantumCircuit, qasm2
 
 from rubriq.hardware.catalog import CATALOG, get_backend
-from rubriq.hardware.jobs import JobStore, job_key, redact, write_text
+from rubriq.hardware.jobs import JobStore, contains_secret, job_key, redact, write_text
 
 DEFAULT_SHOTS = 4096
 KL_THRESHOLD = 0.05
@@ -147,6 +147,11 @@ class HardwareRun:
     providers: dict[str, Any] = field(default_factory=dict)
     """Injected providers by backend (tests); else RealProvider when a token is set."""
 
+    def __post_init__(self) -> None:
+        raw = self.say
+        self.say = lambda message: raw(redact(message))  # every console line, whoever prints it
+        self._unstored_ids: dict[str, str] = {}
+
     def mode(self, backend: str) -> str:
         if self.offline:
             return "emulation"
@@ -206,13 +211,23 @@ class HardwareRun:
         provider = self.providers.get(backend)
         if provider is None:
             provider = self.providers[backend] = RealProvider(backend, token_for(get_backend(backend).provider))
-        if entry and entry.get("job_id"):
-            status, counts = provider.poll(entry["job_id"])
-            self.say(f"{backend}/{name}: job {entry['job_id']} is {status}")
+        job_id = (entry or {}).get("job_id") or self._unstored_ids.get(key)
+        if entry and entry.get("job_id_withheld") and not job_id:
+            self.say(f"{backend}/{name}: submitted earlier, but the provider's job id contained the API token and "
+                     "was not stored: find the job in the provider's console (not resubmitted)")
+            return None
+        if job_id:
+            status, counts = provider.poll(job_id)
+            self.say(f"{backend}/{name}: job {job_id} is {status}")
         else:
             job_id = provider.submit(circuit, self.shots)
-            store.record(key, backend=backend, circuit=name, shots=self.shots, mode=mode, job_id=job_id,
-                         status="SUBMITTED")
+            # a job id that carries the token is never written (redacting it would store an id
+            # that cannot be polled): it is kept for this run only and marked as withheld
+            withheld = contains_secret(job_id)
+            if withheld:
+                self._unstored_ids[key] = job_id
+            store.record(key, backend=backend, circuit=name, shots=self.shots, mode=mode,
+                         job_id=None if withheld else job_id, job_id_withheld=withheld, status="SUBMITTED")
             self.say(f"{backend}/{name}: submitted job {job_id}")
             status, counts = provider.poll(job_id)
         store.record(key, status=status, counts=counts)
