@@ -518,3 +518,19 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
     tail = (proc.stdout + proc.stderr)[-3000:]
     assert proc.returncode == 0, tail
     assert " passed" in tail and " failed" not in tail and " error" not in tail, tail
+
+
+def test_the_evaluator_says_once_what_the_sandbox_lacks(monkeypatch, caplog):
+    import logging
+
+    import rubriq.evaluator as ev_module
+    from rubriq.extract import sandbox
+
+    monkeypatch.setattr(sandbox, "environment_problems", lambda: ("user namespaces are disabled (test)",))
+    monkeypatch.setattr(ev_module, "_WARNED", set())
+    with caplog.at_level(logging.WARNING, logger="rubriq.evaluator"):
+        first = RubriQEvaluator(target_algorithm="qft", num_qubits=2)
+        RubriQEvaluator(target_algorithm="qft", num_qubits=3)
+    assert first.sandbox_problems == ("user namespaces are disabled (test)",)
+    warnings = [r.getMessage() for r in caplog.records if "sandbox" in r.getMessage()]
+    assert len(warnings) == 1 and "error_type='sandbox'" in warnings[0]

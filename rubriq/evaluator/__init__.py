@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections import OrderedDict
 from typing import Any
@@ -28,6 +29,9 @@ from rubriq.rubric.facts import CircuitFacts
 from rubriq.rubric.gates import UnsupportedCircuitError
 from rubriq.sim.exact import SimulationTooLargeError
 from rubriq.targets import Target, make_target
+
+
+log = logging.getLogger(__name__)
 
 
 class RubriQEvaluator:
@@ -58,6 +62,7 @@ class RubriQEvaluator:
         self._executor = None
         self._executor_workers = 0
         self.stats = {"evaluations": 0, "text_cache_hits": 0, "circuit_cache_hits": 0, "scored": 0}
+        self.sandbox_problems = check_sandbox(self.config)
 
     def evaluate(self, text: str) -> EvaluationResult:
         """Score one completion; never raises for any input string; same input, same result."""
@@ -199,6 +204,25 @@ def _worker_init(spec: dict, config: dict) -> None:
 def _worker_evaluate(text: str) -> EvaluationResult:
     assert _WORKER is not None
     return _WORKER.evaluate(text)
+
+
+_WARNED: set[tuple[str, ...]] = set()
+
+
+def check_sandbox(config: RubricConfig) -> tuple[str, ...]:
+    """Why the Python sandbox cannot hold here (empty when nothing is known to be wrong); said
+    once per process through logging, with what it means for Python completions."""
+    if not config.extraction.allow_python:
+        return ()
+    from rubriq.extract.sandbox import environment_problems
+
+    problems = environment_problems()
+    if problems and problems not in _WARNED:
+        _WARNED.add(problems)
+        consequence = ("Python completions will get error_type='sandbox'" if config.extraction.sandbox_strict else
+                       "Python completions will run with missing isolation layers (extraction.sandbox_strict is off)")
+        log.warning("RubriQ sandbox: %s. %s; see `rubriq doctor` and SECURITY.md.", "; ".join(problems), consequence)
+    return problems
 
 
 def check_backend(backend: str) -> None:

@@ -13,6 +13,8 @@ Failures of the completion raise :class:`PythonExecutionError`; failures of the 
 
 from __future__ import annotations
 
+import functools
+
 from qiskit import QuantumCircuit
 
 from rubriq.config import ExtractionConfig
@@ -73,10 +75,44 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
     return circuit
 
 
+@functools.lru_cache(maxsize=1)
+def environment_problems() -> tuple[str, ...]:
+    """Why the sandbox's layers cannot all hold on this machine, found without starting a worker
+    (checked once per process; ``rubriq doctor`` runs the full probe)."""
+    import os
+    import platform
+
+    from rubriq.extract.sandbox import seccomp
+
+    problems = []
+    if platform.system() != "Linux":
+        return ("the sandbox needs Linux (namespaces, seccomp)",)
+    ok, why = seccomp.supported()
+    if not ok:
+        problems.append(why)
+
+    def sysctl(name: str) -> str | None:
+        try:
+            with open(f"/proc/sys/{name}") as fh:
+                return fh.read().strip()
+        except OSError:
+            return None
+
+    if sysctl("user/max_user_namespaces") == "0":
+        problems.append("user namespaces are disabled (sysctl user.max_user_namespaces = 0)")
+    if os.geteuid() != 0:
+        if sysctl("kernel/unprivileged_userns_clone") == "0":
+            problems.append("unprivileged user namespaces are disabled (sysctl kernel.unprivileged_userns_clone = 0)")
+        if sysctl("kernel/apparmor_restrict_unprivileged_userns") == "1":
+            problems.append("AppArmor restricts unprivileged user namespaces "
+                            "(sysctl kernel.apparmor_restrict_unprivileged_userns = 1)")
+    return tuple(problems)
+
+
 def doctor(cfg: ExtractionConfig = ExtractionConfig()) -> dict:
     """Start a sandbox worker and report which isolation layers hold here."""
     return get_pool(cfg.sandbox_workers).ensure_started()
 
 
 __all__ = ["PythonExecutionError", "SANDBOX_METADATA", "SandboxError", "SandboxPool", "SandboxUnavailable", "doctor",
-           "run_python", "shutdown"]
+           "environment_problems", "run_python", "shutdown"]
