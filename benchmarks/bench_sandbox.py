@@ -11,6 +11,7 @@ Prints p50/p95 and writes benchmarks/results/sandbox.md.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -71,7 +72,10 @@ def main() -> None:
                      f"{1000 * pct(values, 0.95):.1f} | {statistics.median(values) / base:.1f}x |")
     lines.append(f"| zygote start-up (once per worker) | 1 | {1000 * startup:.0f} | | |")
     active = ", ".join(k for k, v in layers.items() if v)
-    text = "\n".join(lines) + f"\n\nActive layers: {active}.\n"
+    missing = ", ".join(k for k, v in layers.items() if not v) or "none"
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    text = ("\n".join(lines) + f"\n\nLayers holding: {active}. Missing: {missing}.\n"
+            f"Load average during the run (1, 5, 15 min): {load} on {os.cpu_count()} CPUs.\n")
     print(text)
     out = Path(__file__).resolve().parent / "results" / "sandbox.md"
     out.parent.mkdir(exist_ok=True)
