@@ -24,6 +24,13 @@ PAPER_W = {"clifford": 0.20, "tcount": 0.15, "hardware": 0.15, "fidelity": 0.40,
 @pytest.mark.parametrize("path", sorted(p for p in (ROOT / "configs").rglob("*.yaml") if p.name != "rubric_default.yaml"),
                          ids=lambda p: p.name)  # rubric_default.yaml is a RubricConfig: tested in test_evaluator
 def test_every_shipped_config_loads(path):
+    if "train_config" in (yaml.safe_load(path.read_text()) or {}):   # a study (configs/studies/)
+        from rubriq.studies.convergence import StudySettings
+
+        study = StudySettings.from_yaml(path)
+        assert len(study.seeds) >= 3 and {"rubric", "rubric_gated", "sparse", "none"} <= set(study.arms)
+        TrainSettings.from_yaml(study.train_config)
+        return
     if path.parent.name == "accelerate":
         from accelerate.commands.config.config_args import ClusterConfig
 
@@ -37,7 +44,9 @@ def test_every_shipped_config_loads(path):
 def test_quickstart_config_fits_a_cpu():
     s = TrainSettings.from_yaml(ROOT / "configs" / "quickstart_cpu.yaml")
     assert s.model.name_or_path == "embedded" and s.sft.enabled
-    assert s.grpo["num_generations"] == 8  # N is not lowered for the CPU
+    # 8 completions per step as before, as 2 prompts x N = 4 (two groups to compare; docs/studies.md)
+    assert s.grpo["num_generations"] * 2 == s.grpo["per_device_train_batch_size"] == 8
+    assert s.evaluation.samples >= 4 and s.evaluation.temperature == s.grpo["temperature"]
     assert s.grpo["bf16"] is False and s.sft.args["bf16"] is False
     assert s.data.build["prompt_style"] == "compact"
 
