@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rubriq-installed
+# The sandbox child gets an empty private /tmp; the hostile corpus must not run from a venv there
+# (SECURITY.md). A checkout under /tmp keeps its venv under ~/.cache and links it as .venv.
+VENV_HOME := $(if $(filter /tmp/% /var/tmp/%,$(CURDIR)),$(HOME)/.cache/rubriq/venvs/$(shell printf %s '$(CURDIR)' | md5sum | cut -c1-12))
 
 .PHONY: setup test demo bench clean
 
@@ -13,7 +16,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	@# the sandbox's seccomp allow-list is built by the system libseccomp (Debian: libseccomp2)
 	@ldconfig -p | grep -q 'libseccomp.so.2' || { apt-get update -qq && apt-get install -y -qq libseccomp2; }
-	$(PYTHON) -m venv $(VENV)
+	$(if $(VENV_HOME),$(PYTHON) -m venv $(VENV_HOME) && ln -sfn $(VENV_HOME) $(VENV),$(PYTHON) -m venv $(VENV))
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e ".[test,torch,baselines,train,hardware]"
@@ -32,4 +35,4 @@ bench: setup
 	$(PY) benchmarks/bench_sandbox.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build dist *.egg-info
+	rm -rf $(if $(VENV_HOME),$(VENV_HOME)) $(VENV) .pytest_cache build dist *.egg-info

@@ -492,29 +492,36 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
 
     if not (shutil.which("setpriv") and shutil.which("unshare")):
         pytest.skip("util-linux setpriv/unshare not installed")
+    import tempfile
+
     repo = Path(__file__).resolve().parents[1]
-    if _hidden_ancestor(str(repo)):
-        pytest.skip(f"the repository lies under {_hidden_ancestor(str(repo))}, which nobody cannot enter")
-    home = tmp_path / "home"
-    home.mkdir()
-    os.chmod(tmp_path, 0o755)
+    home = Path(tempfile.mkdtemp(prefix="rubriq-nobody-", dir="/tmp"))
+    os.chmod(home, 0o755)
     os.chown(home, 65534, 65534)
     script = ["set -eu"]
-    hidden = _hidden_ancestor(sys.base_prefix)
-    if hidden:   # bind the interpreter back over an empty tmpfs, for this process tree only
-        keep = str(Path(sys.base_prefix).resolve())
-        inside = str(Path(hidden) / Path(keep).relative_to(hidden).parts[0])
-        script += [f"mkdir -p {tmp_path}/stash", f"mount --bind {inside} {tmp_path}/stash",
-                   f"mount -t tmpfs -o mode=0755 tmpfs {hidden}", f"mkdir -p {inside}",
-                   f"mount --move {tmp_path}/stash {inside}"]
+    # bind the repository, the venv and the interpreter back over an empty tmpfs where a 0700
+    # directory above them (/root, a private temporary folder) would stop nobody, for this run only
+    keep: dict[str, set[str]] = {}
+    for prefix in {str(repo), str(Path(sys.prefix).resolve()), str(Path(sys.base_prefix).resolve())}:
+        hidden = _hidden_ancestor(prefix)
+        if hidden:
+            keep.setdefault(hidden, set()).add(str(Path(hidden) / Path(prefix).relative_to(hidden).parts[0]))
+    for i, (hidden, insides) in enumerate(sorted(keep.items())):
+        stashes = [f"{tmp_path}/stash{i}_{j}" for j in range(len(insides))]
+        script += [f"mkdir -p {s} && mount --bind {inside} {s}" for s, inside in zip(stashes, sorted(insides))]
+        script.append(f"mount -t tmpfs -o mode=0755 tmpfs {hidden}")
+        script += [f"mkdir -p {inside} && mount --move {s} {inside}" for s, inside in zip(stashes, sorted(insides))]
     pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_hostile.py",
                   "tests/test_seccomp.py", "-k", "not unprivileged"]
     script.append("exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "
                   + " ".join(f"'{a}'" for a in pytest_cmd))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1",
            "HF_HUB_OFFLINE": "1", "RUBRIQ_SHARED": os.environ.get("RUBRIQ_SHARED", "")}
-    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script)],
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    try:
+        proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script)],
+                              cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     tail = (proc.stdout + proc.stderr)[-3000:]
     assert proc.returncode == 0, tail
     assert " passed" in tail and " failed" not in tail and " error" not in tail, tail
