@@ -541,3 +541,17 @@ def test_the_evaluator_says_once_what_the_sandbox_lacks(monkeypatch, caplog):
     assert first.sandbox_problems == ("user namespaces are disabled (test)",)
     warnings = [r.getMessage() for r in caplog.records if "sandbox" in r.getMessage()]
     assert len(warnings) == 1 and "error_type='sandbox'" in warnings[0]
+
+
+def test_a_result_that_grows_when_reencoded_is_an_overflow_of_its_own_job():
+    """The child owns its result pipe: 900 KB of 'é' (2 bytes raw, 6 once re-encoded as JSON)
+    must be that job's overflow, not a frame too large for the parent that breaks the worker."""
+    code = (HEADER + "import os\nw = max(int(f) for f in os.listdir('/proc/self/fd'))\n"
+            "os.write(w, ('{\"error\": \"' + '\\u00e9' * 450000 + '\"}\\n').encode())\n"
+            "os._exit(0)\n")
+    cfg = RubricConfig(extraction=ExtractionConfig(python_timeout_s=PY_TIMEOUT, python_prefilter=False))
+    ev = RubriQEvaluator(target_algorithm="qft", num_qubits=2, config=cfg)
+    result = ev.evaluate("```python\n" + code + "```")
+    assert result.error_type == "parse" and result.reward == 0.0, result.to_dict()
+    after = ev.evaluate(HONEST_QFT2)
+    assert after.error is None and after.reward > 0.8

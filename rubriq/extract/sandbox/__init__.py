@@ -43,6 +43,10 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
             check_code(code)
         except GuardError as exc:
             raise PythonExecutionError(f"rejected by the pre-filter: {exc}") from None
+    from rubriq.extract.sandbox.zygote import MAX_CODE_BYTES
+
+    if len(code.encode("utf-8", "surrogatepass")) > MAX_CODE_BYTES:
+        raise PythonExecutionError(f"code larger than {MAX_CODE_BYTES} bytes")
     timeout = cfg.python_timeout_s if timeout_s is None else min(cfg.python_timeout_s, timeout_s)
     if timeout <= 0:
         raise PythonExecutionError("no time left in the evaluation budget")

@@ -72,9 +72,12 @@ class _Zygote:
                  startup_timeout: float = STARTUP_TIMEOUT_S) -> None:
         self.slot = slot
         self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, env=_zygote_env(slot), cwd="/", start_new_session=True,
-                                     close_fds=True)
+        try:
+            self.proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self._stderr, env=_zygote_env(slot), cwd="/",
+                                         start_new_session=True, close_fds=True)
+        except OSError as exc:
+            raise SandboxUnavailable(f"the sandbox worker could not be started: {exc}") from None
         try:
             hello = proto.read_frame(self.proc.stdout.fileno(), time.monotonic() + startup_timeout, 1 << 20)
         except proto.FrameError as exc:

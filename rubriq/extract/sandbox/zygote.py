@@ -29,8 +29,11 @@ import time
 
 PRELOADED = (
     "numpy", "math", "cmath", "qiskit", "qiskit.circuit", "qiskit.circuit.library", "qiskit.quantum_info",
-    "qiskit.synthesis", "qiskit.compiler", "qiskit.transpiler", "qiskit.qasm2", "qiskit.qasm3", "pyseccomp",
+    "qiskit.synthesis", "qiskit.compiler", "qiskit.transpiler", "qiskit.qasm2", "qiskit.qasm3",
 )
+OPTIONAL_PRELOADED = ("pyseccomp",)
+"""Without it the seccomp layer is reported missing (strict mode then refuses Python), but the
+worker still starts and says why."""
 PREFERRED_NAMES = ("qc", "circuit", "circ", "quantum_circuit", "qft_circuit", "result")
 JOB_LIMITS = {"timeout_s": (0.001, 600.0), "memory_mb": (64, 65536), "max_output_bytes": (1024, 64 << 20),
               "max_ops": (1, 10_000_000)}
@@ -224,7 +227,11 @@ def _child(job: dict, ctx: _Context, w: int) -> None:  # pragma: no cover - pid 
         layers.set_rlimits(int(job["memory_mb"]), int(job["timeout_s"]) + 1, 64 if ctx.root else None)
         layers.drop_capabilities()
         layers.set_no_new_privs()
-        seccomp.install(os.getpid())
+        try:
+            seccomp.install(os.getpid())
+        except OSError:
+            if job.get("strict", True):
+                raise  # non-strict: run without it; the facts below report it missing
         facts = layers.isolation_facts()
         missing = ctx.missing(facts)
     except BaseException as exc:
@@ -358,6 +365,8 @@ def run_job(job: dict, ctx: _Context) -> dict:
                 "elapsed_s": elapsed, "missing": missing}
     if result is None:
         return {"status": "crash", "elapsed_s": elapsed, "missing": missing}
+    if len(json.dumps(result)) > cap:  # escapes can grow what the child wrote: keep the parent's frame cap
+        return {"status": "overflow", "elapsed_s": elapsed, "missing": missing}
     return {"status": "ok", "result": result, "elapsed_s": elapsed, "missing": missing}
 
 
@@ -387,6 +396,11 @@ def main() -> None:
 
     for name in PRELOADED:
         importlib.import_module(name)
+    for name in OPTIONAL_PRELOADED:
+        try:
+            importlib.import_module(name)
+        except (ImportError, OSError):
+            pass
     from rubriq.extract.sandbox import layers
     from rubriq.extract.serialize import circuit_to_payload
 
@@ -403,7 +417,7 @@ def main() -> None:
     write_frame(wfd, {"ready": True, "layers": probe(ctx), "pid": os.getpid()})
     while True:
         try:
-            job = read_frame(rfd, max_bytes=MAX_CODE_BYTES + 4096)
+            job = read_frame(rfd, max_bytes=8 * MAX_CODE_BYTES)  # JSON escapes can grow the code
         except FrameError:
             return
         if job is None:
