@@ -140,18 +140,24 @@ class RubricRewards:
         reward.__qualname__ = f"rubriq_reward_{dimension}"
         return reward
 
+    def _total_only(self) -> bool:
+        """Whether R is not a fixed weighted sum of the dimensions (complexity-aware w_T differs
+        per prompt; fidelity gating multiplies by S_F): then TRL gets R itself as one function."""
+        return self.config.complexity.enabled or self.config.fidelity_gating != "none"
+
     def functions(self) -> list[Callable[..., list[float]]]:
         """Reward functions for TRL, with :meth:`weights` in the same order.
 
-        With the complexity-aware weight (per-prompt w_T) the total is one function and the
-        dimensions are logged with weight 0.
+        With the complexity-aware weight (per-prompt w_T) or fidelity gating (R is not linear
+        in the dimensions) the total is one function and the dimensions are logged with weight
+        0, so TRL's reward is exactly R in every configuration.
         """
-        if self.config.complexity.enabled:
+        if self._total_only():
             return [self.function("total", log=True)] + [self.function(d) for d in DIMENSION_NAMES]
         return [self.function(d, log=(i == 0)) for i, d in enumerate(DIMENSION_NAMES)]
 
     def weights(self) -> list[float]:
-        if self.config.complexity.enabled:
+        if self._total_only():
             return [1.0] + [0.0] * len(DIMENSION_NAMES)
         w = self.config.weights.as_dict()
         return [w[d] for d in DIMENSION_NAMES]
