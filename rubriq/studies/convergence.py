@@ -433,11 +433,11 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
                      f"{_fmt(p['pass@k'])} | {_fmt(p['mean_t_correct'], 1)} | {_fmt(p['wrong_rewarded_rate'])} | "
                      f"{_fmt(p['trivial_rate'])} |")
     lines += ["", f"## Time to target (held-out correct rate >= {study.target_correct_rate})", "",
-              "| arm | step per seed | simulations per seed | seconds per arm-seed |", "|---|---|---|---|"]
+              "| arm | step per seed | simulations per seed | mean seconds per arm-seed |", "|---|---|---|---|"]
     for name, a in agg["arms"].items():
         lines.append(f"| {name} | {', '.join('-' if t is None else str(t) for t in a['time_to_target'])} | "
                      f"{', '.join('-' if t is None else str(t) for t in a['simulations_to_target'])} | "
-                     f"{_fmt(a['seconds_per_seed'], 0)} |")
+                     f"{_fmt(a['seconds_per_seed'][0], 0)} |")
     lines += ["", "## Training signal (mean over steps)", "",
               "| arm | reward | reward std | frac_reward_zero_std | entropy | completion length |",
               "|---|---|---|---|---|---|"]
