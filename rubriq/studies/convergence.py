@@ -8,7 +8,8 @@ the same checkpoint with the same prompts and the same step budget:
 * ``rubric``: the paper's reward R = sum_d w_d S_d;
 * ``rubric_gated``: the same with ``fidelity_gating: multiplicative``;
 * ``sparse``: Sparse-GRPO (1/T(c) for a correct circuit, else 0);
-* ``none``: no RL at all: the SFT policy, sampled like the others (the control).
+* ``none``: no RL at all: the SFT policy (the control); its policy never changes, so its value
+  at every evaluated step is its step-0 evaluation (the same samples).
 
 Every arm is evaluated on the held-out split (targets never trained on: splits are by target)
 at steps 0, ``eval_every``, 2 ``eval_every``, ... ``steps`` by **sampling** ``samples``
@@ -265,9 +266,11 @@ def run_arm(study: StudySettings, name: str, seed: int, settings, tokenizer, eva
     later = [s for s in study.eval_steps() if s > 0]
     simulations = 0
     if arm.reward == "none":
-        model = load_sft()
+        # the control's policy never changes: its value at every step is its step-0 evaluation
+        # (the same samples; re-sampling would only add draws of the same policy)
+        step0 = json.loads((out / "step0" / f"seed{seed}.json").read_text())
         for step in later:
-            _append(evals, {**evaluate(model, seed, step, arm_dir / f"records_step{step}.jsonl"), "simulations": 0})
+            _append(evals, {**step0, "step": step, "simulations": 0, "eval_seconds": 0.0})
     else:
         from transformers import TrainerCallback
 
