@@ -141,17 +141,18 @@ def attach_tree(fd: int, path: str) -> None:
            f"move_mount to {path}")
 
 
-def build_mount_view() -> None:
+def build_mount_view(needed: list[str] | None = None) -> None:
     """Private mounts; empty tmpfs over COVERED_DIRS with the needed paths attached back;
     credential files covered; the caller ends as the mapped (unprivileged) uid.
 
     The needed trees are cloned first, while the caller still has the zygote's file access (an
     interpreter under a 0700 /root stays importable by the unprivileged child, the rest of /root
-    is gone); files in the new tmpfs can only be created once the caller has a mapped uid."""
+    is gone); files in the new tmpfs can only be created once the caller has a mapped uid.
+    ``needed``: :func:`needed_paths` computed earlier (the zygote does it once)."""
     libc = _libc()
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     covered = [d for d in COVERED_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    exposed = sorted({p for p in needed_paths() if any(_under(p, c) for c in covered)})
+    exposed = sorted({p for p in (needed_paths() if needed is None else needed) if any(_under(p, c) for c in covered)})
     exposed = [p for p in exposed if not any(p != q and _under(p, q) for q in exposed)]  # outermost only
     trees = [(path, clone_tree(path)) for path in exposed]
     become_mapped_root()

@@ -122,6 +122,7 @@ class _Context:
         self.root = os.geteuid() == 0
         self.outside_uid, self.outside_gid = layers.outside_ids(slot)
         self.zygote_pid = os.getpid()
+        self.needed_paths = layers.needed_paths()  # the zygote's imports do not change between jobs
 
     def missing(self, facts: dict) -> dict[str, str]:
         from rubriq.extract.sandbox import layers
@@ -168,7 +169,7 @@ def _supervisor(job: dict, ctx: _Context, w: int, ready_w: int, maps_r: int) -> 
         _setup_failure(w, "uid map", OSError("the zygote did not write the uid map"))
     os.close(maps_r)
     try:
-        layers.build_mount_view()
+        layers.build_mount_view(ctx.needed_paths)
     except BaseException as exc:
         _setup_failure(w, "mounts", exc)
     pid = os.fork()
