@@ -132,6 +132,21 @@ def _f(v: Any, d: int = 3) -> str:
     return "-" if v is None else (f"{v:.{d}f}" if isinstance(v, float) else str(v))
 
 
+def format_ci(ci: Any, digits: int = 3) -> str:
+    """``mean [low, high]`` of a (mean, low, high) interval; the mean alone when the interval is a
+    point, ``-`` when undefined.
+
+    >>> format_ci((0.5, 0.25, 0.75), 2), format_ci((0.5, 0.5, 0.5)), format_ci((None, None, None))
+    ('0.50 [0.25, 0.75]', '0.500', '-')
+    """
+    m, lo, hi = ci if isinstance(ci, (tuple, list)) else (ci, None, None)
+    if m is None:
+        return "-"
+    if lo is None or lo == hi:
+        return f"{m:.{digits}f}"
+    return f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
 def bucket_table(records: list[dict], eps: float) -> list[list[str]]:
     """Table VI: residual error 1 - F_avg and correctness per T0 bucket."""
     rows = []

@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
 from rubriq.evaluation.metrics import mean_ci
+from rubriq.evaluation.report import format_ci
 
 log = logging.getLogger(__name__)
 
@@ -398,15 +399,6 @@ def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
     return {"final_step": final_step, "arms": arms, "differences": diffs}
 
 
-def _fmt(ci, digits: int = 3) -> str:
-    m, lo, hi = ci if isinstance(ci, (tuple, list)) else (ci, None, None)
-    if m is None:
-        return "-"
-    if lo is None or lo == hi:
-        return f"{m:.{digits}f}"
-    return f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
 def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
     """per_step.csv, summary.json, summary.md and the plots, from whatever arm-seeds are done."""
     rows = collect(out, study)
@@ -432,15 +424,15 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
              "|---|---|---|---|---|---|---|---|"]
     for name, a in agg["arms"].items():
         p = a["per_step"].get(last) or a["per_step"][max(a["per_step"])]
-        lines.append(f"| {name} | {len(a['seeds'])} | {_fmt(p['mean_reward'])} | {_fmt(p['correct_rate'])} | "
-                     f"{_fmt(p['pass@k'])} | {_fmt(p['mean_t_correct'], 1)} | {_fmt(p['wrong_rewarded_rate'])} | "
-                     f"{_fmt(p['trivial_rate'])} |")
+        lines.append(f"| {name} | {len(a['seeds'])} | {format_ci(p['mean_reward'])} | {format_ci(p['correct_rate'])} | "
+                     f"{format_ci(p['pass@k'])} | {format_ci(p['mean_t_correct'], 1)} | {format_ci(p['wrong_rewarded_rate'])} | "
+                     f"{format_ci(p['trivial_rate'])} |")
     lines += ["", f"## Time to target (held-out correct rate >= {study.target_correct_rate})", "",
               "| arm | step per seed | simulations per seed | mean seconds per arm-seed |", "|---|---|---|---|"]
     for name, a in agg["arms"].items():
         lines.append(f"| {name} | {', '.join('-' if t is None else str(t) for t in a['time_to_target'])} | "
                      f"{', '.join('-' if t is None else str(t) for t in a['simulations_to_target'])} | "
-                     f"{_fmt(a['seconds_per_seed'][0], 0)} |")
+                     f"{format_ci(a['seconds_per_seed'][0], 0)} |")
     lines += ["", "## Training signal (mean over steps)", "",
               "| arm | reward | reward std | frac_reward_zero_std | entropy | completion length |",
               "|---|---|---|---|---|---|"]
@@ -448,14 +440,14 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
         t = a["train"]
         if t.get("train/reward", (None,))[0] is None:
             continue
-        lines.append(f"| {name} | {_fmt(t['train/reward'])} | {_fmt(t['train/reward_std'])} | "
-                     f"{_fmt(t['train/frac_reward_zero_std'])} | {_fmt(t['train/entropy'])} | "
-                     f"{_fmt(t['train/completions/mean_length'], 1)} |")
+        lines.append(f"| {name} | {format_ci(t['train/reward'])} | {format_ci(t['train/reward_std'])} | "
+                     f"{format_ci(t['train/frac_reward_zero_std'])} | {format_ci(t['train/entropy'])} | "
+                     f"{format_ci(t['train/completions/mean_length'], 1)} |")
     lines += ["", f"## Paired differences at step {last} (same seed)", "",
               f"| pair | correct rate | mean reward | pass@{k} | wrong rewarded |", "|---|---|---|---|---|"]
     for pair, d in agg["differences"].items():
-        lines.append(f"| {pair} | {_fmt(d['correct_rate'])} | {_fmt(d['mean_reward'])} | {_fmt(d['pass@k'])} | "
-                     f"{_fmt(d['wrong_rewarded_rate'])} |")
+        lines.append(f"| {pair} | {format_ci(d['correct_rate'])} | {format_ci(d['mean_reward'])} | {format_ci(d['pass@k'])} | "
+                     f"{format_ci(d['wrong_rewarded_rate'])} |")
     lines += ["", "![held-out curves](curves.png)", "", "![training signal](training.png)", ""]
     path = out / "summary.md"
     path.write_text("\n".join(lines))

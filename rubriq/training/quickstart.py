@@ -138,14 +138,9 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return "-" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))
 
 
-def _ci(ci, digits: int = 3) -> str:
-    m, lo, hi = ci
-    if m is None:
-        return "-"
-    return f"{m:.{digits}f}" if lo is None or lo == hi else f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
 def write_report(out: Path, summary: dict, settings) -> Path:
+    from rubriq.evaluation.report import format_ci
+
     k, e = summary.get("samples", 1), settings.evaluation
     lines = ["# RubriQ quickstart", "",
              f"Model: {settings.model.name_or_path}; {summary['train_prompts']} training prompts, "
@@ -157,13 +152,13 @@ def write_report(out: Path, summary: dict, settings) -> Path:
              f"| pass@{k} | mean F_avg | C over correct | mean T | wrong rewarded |",
              "|---|---|---|---|---|---|---|---|---|"]
     for phase, s in summary["summaries"].items():
-        lines.append(f"| {phase} | {_fmt(s['parse_rate'], 2)} | {_ci(s['reward_ci'])} | {_ci(s['correct_ci'], 2)}"
+        lines.append(f"| {phase} | {_fmt(s['parse_rate'], 2)} | {format_ci(s['reward_ci'])} | {format_ci(s['correct_ci'], 2)}"
                      f" | {_fmt(s.get(f'pass@{k}'), 2)} | {_fmt(s['mean_fidelity'])} | {_fmt(s['compression'], 2)} | "
                      f"{_fmt(s['mean_t_count'], 1)} | {_fmt(s['wrong_rewarded_rate'], 2)} |")
     lines += ["", "Paired per-prompt differences (later phase minus earlier phase):", "",
               "| change | correct rate | mean reward |", "|---|---|---|"]
     for change, d in summary["differences"].items():
-        lines.append(f"| {change} | {_ci(d['correct'], 2)} | {_ci(d['reward'])} |")
+        lines.append(f"| {change} | {format_ci(d['correct'], 2)} | {format_ci(d['reward'])} |")
     grpo = summary["differences"].get(f"{PHASES[1]} -> {PHASES[2]}", {})
     lo, hi = (grpo.get("correct") or (None, None, None))[1:]
     if lo is not None and lo <= 0 <= hi:
