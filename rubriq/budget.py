@@ -29,6 +29,20 @@ class Deadline:
     def remaining(self) -> float | None:
         return None if self.end is None else self.end - time.monotonic()
 
+    def within(self, seconds: float) -> "Deadline":
+        """A deadline that ends ``seconds`` from now, or at this one's end if that is sooner.
+
+        >>> Deadline(10.0).within(1.0).remaining() <= 1.0
+        True
+        """
+        sub = Deadline(seconds)
+        if self.end is not None and (sub.end is None or self.end < sub.end):
+            sub.end, sub.seconds = self.end, self.seconds
+        return sub
+
+    def expired(self) -> bool:
+        return self.end is not None and time.monotonic() >= self.end
+
     def check(self, stage: str) -> None:
         if self.end is not None and time.monotonic() >= self.end:
             raise BudgetExceeded(f"time budget of {self.seconds:g} s exhausted during {stage}")

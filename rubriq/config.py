@@ -160,6 +160,14 @@ class FidelityConfig:
     """Device of the torch backend: auto (cuda if available), cpu, cuda, cuda:1 ..."""
     correct_threshold: float = 0.99
     """F_avg at or above which a circuit is reported as functionally correct."""
+    certify_timeout_s: float = 20.0
+    """Most seconds of certified equivalence checking (mqt.qcec, in a killable worker) per
+    candidate, for targets that are certified first (rewrite targets; every exact target with
+    ``backend: qcec``); never more than what is left of the evaluation's time budget."""
+    estimate_time_s: float = 5.0
+    """For a candidate certified NOT equivalent (or left undecided), the most seconds spent on
+    estimating how far it is (exact, then sampled with its interval); beyond, or above
+    ``max_sampled_qubits``, F_process = 0 with the verdict in the details (docs/fidelity.md)."""
 
 
 @dataclass(frozen=True)

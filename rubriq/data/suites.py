@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from qiskit import QuantumCircuit, qasm2, transpile
 
+from rubriq.config import ExtractionConfig
 from rubriq.extract.qasm import QASMLimits, load_qasm
 from rubriq.rubric.gates import canonical_ops, multiple_of, strip_non_unitary
 from rubriq.rubric.tcount import t_count
@@ -199,7 +200,8 @@ def load_qiskit_arith(report: dict | None = None) -> list[SuiteCircuit]:
             with warnings.catch_warnings():  # the Adder/Multiplier classes are deprecated in Qiskit 2.1+
                 warnings.simplefilter("ignore", DeprecationWarning)
                 circuit = build()
-            if not isinstance(circuit, QuantumCircuit) or circuit.num_qubits > 24:
+            # any width a completion may have is scorable (rewrites are certified with qcec)
+            if not isinstance(circuit, QuantumCircuit) or circuit.num_qubits > ExtractionConfig().max_qubits:
                 _count(report, "too wide")
                 continue
             out.append(make_entry("qiskit-arith", name, to_clifford_t(circuit), "qiskit.circuit.library"))
@@ -263,3 +265,32 @@ def load_collection(name: str, suite_dir: Path | str | None = None, report: dict
     if name == "qiskit-arith":
         return load_qiskit_arith(report=report)
     raise ValueError(f"unknown collection {name!r}; use tcount, mqt or qiskit-arith")
+
+
+def flip_one_t(circuit: QuantumCircuit) -> QuantumCircuit:
+    """A copy of ``circuit`` with its first T gate replaced by T-dagger (inside the first
+    Toffoli/CCZ's Clifford+T definition when the T gates are hidden there): a near miss that
+    must never count as a correct rewrite.  Used by the rewrite tests and benchmark.
+
+    >>> qc = QuantumCircuit(1); _ = qc.h(0); _ = qc.t(0)
+    >>> [inst.operation.name for inst in flip_one_t(qc).data]
+    ['h', 'tdg']
+    """
+    from qiskit.circuit.library import TdgGate
+
+    out = circuit.copy_empty_like()
+    done = False
+    for inst in circuit.data:
+        op = inst.operation
+        if not done and op.name == "t":
+            out.append(TdgGate(), inst.qubits)
+            done = True
+        elif not done and op.name in ("ccx", "ccz", "cu1", "mcx") and op.definition is not None:
+            inner = flip_one_t(transpile(op.definition, basis_gates=CLIFFORD_T_BASIS, optimization_level=0))
+            out.compose(inner, qubits=inst.qubits, inplace=True)
+            done = True
+        else:
+            out.append(op, inst.qubits, inst.clbits)
+    if not done:
+        raise ValueError("the circuit has no T gate to flip")
+    return out

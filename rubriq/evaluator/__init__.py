@@ -20,13 +20,14 @@ from typing import Any
 from qiskit import QuantumCircuit
 
 from rubriq.budget import BudgetExceeded, Deadline
-from rubriq.config import RubricConfig
+from rubriq.config import ExtractionConfig, RubricConfig
 from rubriq.evaluator.result import EvaluationResult
 from rubriq.extract.cascade import extract
 from rubriq.rubric.base import ScoringContext
 from rubriq.rubric.engine import RubricScores, score_facts
 from rubriq.rubric.facts import CircuitFacts
 from rubriq.rubric.gates import UnsupportedCircuitError
+from rubriq.sim import certified_first
 from rubriq.sim.exact import SimulationTooLargeError
 from rubriq.targets import Target, make_target
 
@@ -55,6 +56,11 @@ class RubriQEvaluator:
         self.target = target
         self.config = config or RubricConfig()
         check_backend(self.config.fidelity.backend)
+        self.extraction = completion_limits(target, self.config.extraction)
+        if certified_first(target, self.config.fidelity):
+            from rubriq.sim import certify
+
+            certify.warm_up()  # the qcec worker's start-up is the target's cost, not a completion's
         self.context = ScoringContext(config=self.config, target=target)
         self._cache: OrderedDict[str, EvaluationResult] = OrderedDict()
         self._scores: OrderedDict[tuple, RubricScores] = OrderedDict()
@@ -85,7 +91,7 @@ class RubriQEvaluator:
         result = EvaluationResult(parsed=True, strategy=strategy, target=self.target.spec())
         deadline = deadline or Deadline(self.config.budget.time_s)
         try:
-            facts = CircuitFacts.from_circuit(circuit, max_gates=self.config.extraction.max_gates, deadline=deadline)
+            facts = CircuitFacts.from_circuit(circuit, max_gates=self.extraction.max_gates, deadline=deadline)
             rubric = self._score(facts, deadline)
         except UnsupportedCircuitError as exc:
             return _failed(result, "unsupported", str(exc))
@@ -108,6 +114,8 @@ class RubriQEvaluator:
         result.fidelity_kind = fid["kind"]
         result.fidelity_method = fid["method"]
         result.fidelity_interval = fid["interval"]
+        result.fidelity_verdict = fid["verdict"]
+        result.fidelity_note = fid["note"]
         result.depth = facts.depth
         result.num_qubits = facts.num_qubits
         result.num_gates = facts.num_gates
@@ -178,7 +186,7 @@ class RubriQEvaluator:
     def _evaluate(self, text: str) -> EvaluationResult:
         deadline = Deadline(self.config.budget.time_s)
         try:
-            extraction = extract(text, self.config.extraction, deadline)
+            extraction = extract(text, self.extraction, deadline)
         except (BudgetExceeded, MemoryError) as exc:
             return _failed(EvaluationResult(target=self.target.spec()), "budget", str(exc) or type(exc).__name__)
         except Exception as exc:  # pragma: no cover - extract() catches its strategies' errors
@@ -241,6 +249,28 @@ def check_backend(backend: str) -> None:
             found = False
         if not found:
             raise BackendUnavailable(f"fidelity.backend={backend} needs {module}: {cmd}")
+
+
+def completion_limits(target: Target, extraction: ExtractionConfig) -> ExtractionConfig:
+    """The extraction caps for completions scored against ``target``: a rewrite target's caps grow
+    to fit a rewrite written out gate by gate in Clifford+T (a Toffoli is one line of the
+    target, 15 of the rewrite): 8 times the target's QASM bytes and 16 times its gates.  The
+    T-count suite's hwb8 is 125 KB of QASM, above the 64 KB default; without this a correct
+    rewrite of the larger suite circuits could not be scored.
+
+    >>> from rubriq.targets import make_target
+    >>> completion_limits(make_target("qft", 3), ExtractionConfig()) == ExtractionConfig()
+    True
+    """
+    qasm = target.params.get("qasm") if target.family == "circuit" else None
+    if not isinstance(qasm, str):
+        return extraction
+    gates = getattr(target, "ops", ())
+    return dataclasses.replace(
+        extraction,
+        max_qasm_bytes=max(extraction.max_qasm_bytes, 8 * len(qasm.encode())),
+        max_qubits=max(extraction.max_qubits, target.num_qubits),
+        max_gates=max(extraction.max_gates, 16 * len(gates)))
 
 
 def _failed(result: EvaluationResult, kind: str, message: str | None) -> EvaluationResult:

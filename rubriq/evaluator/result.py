@@ -39,6 +39,11 @@ class EvaluationResult:
     """exact, sampled, qcec, torch:DEVICE or cudaq."""
     fidelity_interval: tuple[float, float] | None = None
     """Confidence interval of F_process when it was estimated by sampling."""
+    fidelity_verdict: str | None = None
+    """Certified equivalence with the target (mqt.qcec): equivalent, not_equivalent or unknown;
+    None when the target is not certified (synthesis targets under the default backend)."""
+    fidelity_note: str | None = None
+    """How the fidelity came about when not by plain simulation (certification, F set to 0)."""
     depth: int | None = None
     num_qubits: int | None = None
     num_gates: int | None = None

@@ -45,4 +45,6 @@ def score(facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore:
         "average_fidelity": result.average_fidelity,
         "method": result.method,
         "interval": result.interval,
+        "verdict": result.verdict,
+        "note": result.note,
     })

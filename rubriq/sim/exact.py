@@ -110,6 +110,11 @@ class FidelityResult:
     interval: tuple[float, float] | None = None
     """Confidence interval of F_process (sampled estimator only)."""
     samples: int | None = None
+    verdict: str | None = None
+    """Certified equivalence (mqt.qcec): 'equivalent', 'not_equivalent', 'unknown'; None when
+    no certification was attempted."""
+    note: str | None = None
+    """How the number came about when it is not a plain simulation (e.g. why F = 0 was set)."""
 
 
 def unitary_fidelity(ops: tuple[Op, ...], n_circuit: int, target: np.ndarray,

@@ -50,7 +50,7 @@ def sampled_fidelity(ops, n_circuit: int, target, samples: int = 16, seed: int =
     d = 2**n_target
     check_memory(n, samples, memory_mb)
     psi = random_phase_states(d, samples, seed)
-    expected = np.asarray(target.apply(psi))
+    expected = np.asarray(target.apply(psi, deadline))
     if backend is None:
         block = np.zeros((2**n, samples), dtype=complex)
         block[:d] = psi

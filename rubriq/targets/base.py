@@ -127,8 +127,9 @@ class Target(ABC):
                               "use apply() (the sampled fidelity estimator does)")
         return self._unitary
 
-    def apply(self, states: np.ndarray) -> np.ndarray:
-        """U_A applied to the columns of ``states`` (shape (2^n, k)).
+    def apply(self, states: np.ndarray, deadline=None) -> np.ndarray:
+        """U_A applied to the columns of ``states`` (shape (2^n, k)); ``deadline`` (a
+        :class:`rubriq.budget.Deadline`) is checked by targets whose ``apply`` can run long.
 
         Dense matrix product by default; targets with structure (QFT: FFT, QPE, Hamiltonians:
         sparse expm_multiply, circuits: simulation) override it so that the sampled fidelity

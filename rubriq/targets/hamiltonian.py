@@ -31,7 +31,7 @@ class _ChainTarget(Target):
         h = self.hamiltonian().to_matrix()
         return scipy.linalg.expm(-1j * self.params["t"] * h)
 
-    def apply(self, states):
+    def apply(self, states, deadline=None):
         if self.num_qubits <= self.max_dense_qubits:
             return self.unitary() @ states
         from scipy.sparse.linalg import expm_multiply

@@ -71,7 +71,7 @@ class QFTTarget(Target):
     def _build_unitary(self):
         return qft_matrix(self.num_qubits, self.params["do_swaps"], self.params["inverse"])
 
-    def apply(self, states):
+    def apply(self, states, deadline=None):
         return apply_qft(states, self.num_qubits, self.params["do_swaps"], self.params["inverse"])
 
     def _build_reference(self):
@@ -136,7 +136,7 @@ class QPETarget(Target):
         eye2 = np.eye(2)
         return np.kron(eye2, inv_qft) @ np.diag(controlled) @ np.kron(eye2, hadamards)
 
-    def apply(self, states):
+    def apply(self, states, deadline=None):
         m, phi = self.counting, self.params["phase"]
         big_m = 2**m
         k = states.shape[1]
