@@ -195,3 +195,21 @@ def test_the_worker_is_killed_on_overrun_and_restarted():
     small = QuantumCircuit(1)
     small.h(0)
     assert certify_module.certify(small, small.copy(), timeout_s=30.0).verdict == "equivalent"
+
+
+def test_rewrite_dataset_includes_the_wide_suite_circuits_and_they_score(suite):
+    import json
+
+    from rubriq.data.prompts import rewrite_rows
+    from rubriq.data.suites import stratify
+    from rubriq.targets import target_from_spec
+
+    selected, buckets = stratify(suite, total=500, seed=42)
+    assert len(selected) == 35 and sum(b["selected"] for b in buckets.values()) == 35
+    rows = rewrite_rows(selected)
+    wide = [r for r in rows if r["num_qubits"] > 24]
+    assert {r["name"] for r in wide} >= {"gf2^16_mult", "qcla_adder_10", "csum_mux_9", "mod_adder_1024"}
+    for row in wide:
+        target = target_from_spec(json.loads(row["target"]))
+        result = RubriQEvaluator(target=target).evaluate(row["reference"])
+        assert result.fidelity_verdict == "equivalent" and result.reward > 0, row["name"]
