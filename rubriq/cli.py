@@ -18,17 +18,13 @@ err = Console(stderr=True)
 
 
 def _parse_params(items: list[str]) -> dict:
-    """`key=value` pairs; values are read as JSON when they parse (numbers, true, lists)."""
-    params = {}
-    for item in items:
-        if "=" not in item:
-            raise typer.BadParameter(f"expected key=value, got {item!r}", param_hint="--param")
-        key, raw = item.split("=", 1)
-        try:
-            params[key.strip()] = json.loads(raw)
-        except ValueError:
-            params[key.strip()] = raw
-    return params
+    """`key=value` pairs (rubriq.targets.parse_params), errors reported against --param."""
+    from rubriq.targets import TargetError, parse_params
+
+    try:
+        return parse_params(items)
+    except TargetError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--param") from None
 
 
 def _read_input(path: str) -> str:
@@ -539,6 +535,37 @@ def quickstart(
     except (ConfigError, ModelUnavailable, ValueError, OSError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
+
+
+@app.command("app")
+def serve_app(
+    host: str = typer.Option("127.0.0.1", help="Interface to bind (0.0.0.0 exposes the app to your network)."),
+    port: int = typer.Option(7860, help="TCP port."),
+    model: str = typer.Option("none", help="Policy for the Synthesize tab: embedded, a model or adapter folder, "
+                                           "tiny (random, for tests) or none."),
+    concurrency: int = typer.Option(2, help="Requests processed at once (the rest wait in the queue)."),
+    write_space: Optional[Path] = typer.Option(None, help="Write the files of a Hugging Face Space to this "
+                                                          "folder and exit."),
+) -> None:
+    """Serve the interactive app (Score, Synthesize, Baselines tabs) in the browser."""
+    if not 1 <= port <= 65535:
+        raise typer.BadParameter(f"{port} is not a TCP port (1-65535)", param_hint="--port")
+    if concurrency < 1:
+        raise typer.BadParameter("must be >= 1", param_hint="--concurrency")
+    if model not in ("none", "embedded", "tiny") and not Path(model).is_dir():
+        raise typer.BadParameter(f"no model folder {model!r} (use embedded, none, or a folder written by "
+                                 "`rubriq train run` / `rubriq quickstart`)", param_hint="--model")
+    try:
+        from rubriq.app import launch, write_space_files
+    except ImportError as exc:
+        err.print(f"[red]error:[/red] the app needs gradio: pip install -e '.[app]' ({exc})")
+        raise typer.Exit(2)
+    if write_space is not None:
+        for path in write_space_files(write_space, model if model not in ("tiny", "none") else "embedded"):
+            console.print(f"wrote {path}")
+        return
+    console.print(f"RubriQ app on http://{host}:{port}/ (model: {model}); Ctrl+C stops it")
+    launch(host, port, model, block=True, concurrency=concurrency)
 
 
 if __name__ == "__main__":  # pragma: no cover

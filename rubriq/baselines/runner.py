@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qiskit import QuantumCircuit
+
 from rubriq.baselines.compilers import METHODS, count_t
 from rubriq.baselines.verify import verify
 from rubriq.data.suites import BUCKETS, SuiteCircuit
@@ -29,6 +31,8 @@ class MethodResult:
     seconds: float = 0.0
     verdict: str = "failed"
     detail: str = ""
+    circuit: QuantumCircuit | None = field(default=None, repr=False, compare=False)
+    """The best route's output (not written to the reports)."""
 
     @property
     def verified(self) -> bool:
@@ -52,7 +56,7 @@ def run_method(circuit: SuiteCircuit, method: str) -> MethodResult:
             verdict, detail = verify(circuit.circuit, out)
         except Exception as exc:  # a compiler crash is a result (flagged), not an abort
             verdict, detail, t = "failed", f"{route.__name__}: {type(exc).__name__}: {str(exc)[:120]}", None
-        candidate = MethodResult(t, 0.0, verdict, detail)
+        candidate = MethodResult(t, 0.0, verdict, detail, out if t is not None else None)
         if candidate.verified and (not best.verified or t < best.t):
             best = candidate
         elif not best.verified and best.verdict == "failed":

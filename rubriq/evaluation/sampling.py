@@ -17,8 +17,9 @@ from rubriq.config import RubricConfig
 
 def generate(model: Any, tokenizer: Any, rows: list[dict], samples: int = 1, max_new_tokens: int = 256,
              temperature: float = 0.0, top_p: float = 1.0, batch_size: int = 8, seed: int = 0,
-             progress: bool = True, description: str = "sampling") -> list[dict]:
-    """``samples`` completions per row (greedy when ``temperature`` is 0), batched, left-padded."""
+             progress: bool = True, description: str = "sampling", on_batch=None) -> list[dict]:
+    """``samples`` completions per row (greedy when ``temperature`` is 0), batched, left-padded;
+    ``on_batch(done, total)`` is called after each batch (the app's progress bar)."""
     import torch
     from rich.progress import Progress
 
@@ -52,6 +53,8 @@ def generate(model: Any, tokenizer: Any, rows: list[dict], samples: int = 1, max
                                     "format": row.get("format"), "bucket": row.get("bucket"), "t0": row.get("t0"),
                                     "target": row.get("target"), "sample": k, "text": text})
                 bar.update(task, advance=len(chunk))
+                if on_batch is not None:
+                    on_batch(len(records), len(jobs))
     finally:
         tokenizer.padding_side = side
     return records

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,8 @@ from qiskit import QuantumCircuit
 
 from rubriq.evaluation.metrics import DEFAULT_EPS, is_correct
 from rubriq.targets import TARGETS, Target, make_target
+
+log = logging.getLogger(__name__)
 
 # keyword -> target name (first match wins; longer phrases first)
 KEYWORDS = (
@@ -75,17 +78,22 @@ class Synthesis:
 
 def synthesize(target: Target, model: str = "embedded", n: int = 16, fmt: str = "qasm2",
                temperature: float = 0.8, top_p: float = 0.95, max_new_tokens: int = 512,
-               eps: float = DEFAULT_EPS, optimize: bool = False, seed: int = 0, config=None) -> Synthesis:
+               eps: float = DEFAULT_EPS, optimize: bool = False, seed: int = 0, config=None,
+               policy=None, evaluator=None, on_batch=None) -> Synthesis:
+    """``policy``: an already loaded (tokenizer, model) pair (else ``model`` is loaded);
+    ``evaluator``: a RubriQEvaluator for ``target`` to reuse; ``on_batch(done, total)``:
+    generation progress."""
     from rubriq.evaluation.evaluate import load_policy
     from rubriq.evaluation.sampling import generate
     from rubriq.evaluator import RubriQEvaluator
 
-    tokenizer, policy = load_policy(model)
+    tokenizer, model_ = policy if policy is not None else load_policy(model)
     row = {"id": f"{target.name}-{target.num_qubits}", "prompt": target.prompt(fmt), "format": fmt,
            "target": target.spec(), "t0": target.t0}
-    records = generate(policy, tokenizer, [row], samples=n, max_new_tokens=max_new_tokens, temperature=temperature,
-                       top_p=top_p, seed=seed, description="sampling candidates")
-    evaluator = RubriQEvaluator(target=target, config=config)
+    records = generate(model_, tokenizer, [row], samples=n, max_new_tokens=max_new_tokens, temperature=temperature,
+                       top_p=top_p, seed=seed, description="sampling candidates", on_batch=on_batch,
+                       progress=on_batch is None)
+    evaluator = evaluator or RubriQEvaluator(target=target, config=config)
     out = Synthesis(target)
     for rec in records:
         result = evaluator.evaluate(rec["text"])
@@ -110,7 +118,7 @@ def post_pass(circuit: QuantumCircuit, evaluator, eps: float = DEFAULT_EPS) -> d
         try:
             candidate = route(circuit)
         except Exception as exc:  # noqa: BLE001 - a compiler failing on one circuit is not fatal
-            print(f"post-pass {name} failed: {exc}")
+            log.warning("post-pass %s failed: %s", name, exc)
             continue
         res = evaluator.evaluate_circuit(candidate)
         if res.t_count is None or res.depth is None:

@@ -116,7 +116,8 @@ def _certify(facts, target, seconds: float, deadline: Deadline):
             raise BudgetExceeded(f"time budget of {deadline.seconds:g} s exhausted during certification")
         return Verdict("unknown", "no time left for qcec", 0.0)
     verdict = certify(facts.circuit, target.reference_circuit(), timeout_s=timeout)
-    if verdict.detail == "timeout" and deadline.expired():
+    if verdict.verdict == "unknown" and timeout < seconds:
+        # undecided because the evaluation's budget, not qcec's own limit, ran out
         raise BudgetExceeded(f"time budget of {deadline.seconds:g} s exhausted during certification")
     return verdict
 

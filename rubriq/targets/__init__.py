@@ -40,6 +40,27 @@ def make_target(name: str, num_qubits: int | None = None, **params: Any) -> Targ
     return cls(num_qubits, **params)
 
 
+def parse_params(items: list[str]) -> dict[str, Any]:
+    """Target parameters from ``key=value`` items (the CLI's ``--param``, the app's parameter
+    box); values are read as JSON when they parse (numbers, true, lists), else kept as text.
+
+    >>> parse_params(["phase=0.25", "inverse=true", "label=x"])
+    {'phase': 0.25, 'inverse': True, 'label': 'x'}
+    """
+    import json
+
+    params: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise TargetError(f"expected key=value, got {item!r}")
+        key, raw = item.split("=", 1)
+        try:
+            params[key.strip()] = json.loads(raw)
+        except ValueError:
+            params[key.strip()] = raw.strip()
+    return params
+
+
 def target_from_spec(spec: dict[str, Any]) -> Target:
     """Rebuild a target from its JSON spec (``Target.spec()``), e.g. a dataset column."""
     if not isinstance(spec, dict) or "algorithm" not in spec:
@@ -49,4 +70,4 @@ def target_from_spec(spec: dict[str, Any]) -> Target:
     return make_target(name, params.pop("num_qubits", None), **params)
 
 
-__all__ = ["TARGETS", "Target", "TargetError", "make_target", "target_from_spec"]
+__all__ = ["TARGETS", "Target", "TargetError", "make_target", "parse_params", "target_from_spec"]
