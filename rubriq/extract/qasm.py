@@ -40,6 +40,7 @@ _QREG = re.compile(r"\bqreg\s+\w+\s*\[\s*(\d+)\s*\]")
 _QUBIT_ARRAY = re.compile(r"\bqubit\s*\[\s*([^\]]*)\]")
 _QUBIT_SINGLE = re.compile(r"\bqubit\s+[A-Za-z_]\w*\s*;")
 _INT_LITERAL = re.compile(r"(?<![\w.])\d+(?![\w.])")  # integers, not the digits of floats or names
+_STRING = re.compile(r'"[^"\n]*"')
 _POW = re.compile(r"\bpow\s*\(")
 _CTRL = re.compile(r"\b(?:neg)?ctrl\s*(?:\(\s*(\d+)\s*\))?\s*@")
 
@@ -57,9 +58,11 @@ def precheck_raw(text: str, limits: QASMLimits) -> None:
 
 def precheck_program(program: str, limits: QASMLimits) -> None:
     """Checks on the normalized program, before the parser allocates anything."""
-    if not program.isascii():
-        bad = next(ch for ch in program if not ch.isascii())
-        raise QASMError(f"QASM text contains a non-ASCII character {bad!r}")
+    code = _STRING.sub('""', program)  # non-ASCII is fine in string literals (and comments, gone by now)
+    if not code.isascii():
+        bad = next(ch for ch in code if not ch.isascii())
+        line = code[:code.index(bad)].count("\n") + 1
+        raise QASMError(f"line {line}: non-ASCII character {bad!r} outside a comment or string")
     for literal in _INT_LITERAL.findall(program):
         if len(literal) > limits.max_int_digits:
             raise QASMError(f"integer literal with {len(literal)} digits (cap {limits.max_int_digits})")
@@ -124,10 +127,40 @@ def _parse(text: str, version: int) -> QuantumCircuit:
                        strict=False)
 
 
-def _describe(exc: BaseException) -> str:
+_POSITION = re.compile(r"^(?:<input>:)?(\d+),(\d+):\s*")
+_INDEX = re.compile(r"\b([A-Za-z_]\w*)\s*\[\s*(\d+)\s*\]")
+
+
+def _describe(exc: BaseException, program: str = "") -> str:
+    """The parser's first message line, with the statement it points at quoted (line numbers
+    count in the normalized program, so the statement is what a person can find and fix)."""
     msg = str(exc).strip().splitlines()
-    first = msg[0] if msg else ""
+    first = (msg[0] if msg else "").strip().strip("\"'")
+    m = _POSITION.match(first)
+    lines = program.splitlines()
+    if m and 0 < int(m.group(1)) <= len(lines):
+        statement = lines[int(m.group(1)) - 1].strip()
+        return f"line {m.group(1)} `{statement[:120]}`: {first[m.end():][:300]}"
+    if isinstance(exc, IndexError) or not first:
+        where = _out_of_range(program)
+        if where:
+            return where
     return f"{type(exc).__name__}: {first[:300]}"
+
+
+def _out_of_range(program: str) -> str | None:
+    """The first statement that indexes a register beyond its declared size (Qiskit's OpenQASM
+    3 importer reports only 'index out of range')."""
+    sizes = {name: int(n) for name, n in re.findall(r"\bqreg\s+(\w+)\s*\[\s*(\d+)\s*\]", program)}
+    sizes.update({name: int(n) for n, name in re.findall(r"\bqubit\s*\[\s*(\d+)\s*\]\s*(\w+)", program)})
+    for number, line in enumerate(program.splitlines(), 1):
+        if re.match(r"\s*(qreg|qubit|creg|bit)\b", line):
+            continue
+        for name, index in _INDEX.findall(line):
+            if name in sizes and int(index) >= sizes[name]:
+                return (f"line {number} `{line.strip()[:120]}`: qubit {name}[{index}] is out of range "
+                        f"(register {name} has {sizes[name]} qubits)")
+    return None
 
 
 def load_qasm(text: str, limits: QASMLimits = QASMLimits()) -> QuantumCircuit:
@@ -152,12 +185,12 @@ def load_qasm(text: str, limits: QASMLimits = QASMLimits()) -> QuantumCircuit:
             errors.append(f"OpenQASM {v}: nesting too deep")
             continue
         except Exception as exc:  # parser errors are many types (QASM2ParseError, QASM3ImporterError...)
-            errors.append(f"OpenQASM {v}: {_describe(exc)}")
+            errors.append(f"OpenQASM {v}: {_describe(exc, prog)}")
             continue
         except BaseException as exc:  # pyo3 PanicException from the Rust parser
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            errors.append(f"OpenQASM {v}: parser panic {_describe(exc)}")
+            errors.append(f"OpenQASM {v}: parser panic {_describe(exc, prog)}")
             continue
         if circuit.num_qubits > limits.max_qubits:
             raise QASMError(f"circuit has {circuit.num_qubits} qubits (cap {limits.max_qubits})")

@@ -26,10 +26,52 @@ _KEYWORDS = (
 )
 
 
+def comments(text: str) -> str:
+    r"""``//`` and ``/* */`` comments, outside string literals: models annotate their circuits in
+    any script (``// |0⟩ → |1⟩``, ``γ ≈ 0.4``), and every cap is checked on what is left.
+
+    >>> comments('h q[0]; // Hadamard → |+⟩\ninclude "a//b"; /* x\ny */ x q[1];')
+    'h q[0]; \ninclude "a//b";  x q[1];'
+    """
+    out, i, n = [], 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"' and _string_end(text, i) > 0:  # a literal never spans lines
+            end = _string_end(text, i)
+            out.append(text[i:end])
+            i = end
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        else:
+            j = i
+            while j < n and text[j] not in '"/':
+                j += 1
+            if j == i:  # a lone '/' (division) or an unterminated quote
+                j = i + 1
+            out.append(text[i:j])
+            i = j
+    return "".join(out)
+
+
+def _string_end(text: str, i: int) -> int:
+    """End (exclusive) of the string literal opening at ``i``, or -1 if it is not closed on its line."""
+    end = text.find('"', i + 1)
+    newline = text.find("\n", i + 1)
+    if end < 0 or 0 <= newline < end:
+        return -1
+    return end + 1
+
+
 def unicode_symbols(text: str) -> str:
-    """pi written as the Greek letter, typographic minus and quotes."""
-    for old, new in (("\u03c0", "pi"), ("\u2212", "-"), ("\u201c", '"'), ("\u201d", '"'),
-                     ("\u2018", "'"), ("\u2019", "'"), ("\u00d7", "*"), ("\u00a0", " ")):
+    """pi written as the Greek letter, typographic minus, dashes and quotes, a byte-order mark,
+    zero-width and non-breaking spaces."""
+    for old, new in (("\u03c0", "pi"), ("\u2212", "-"), ("\u2013", "-"), ("\u2014", "-"), ("\u201c", '"'),
+                     ("\u201d", '"'), ("\u2018", "'"), ("\u2019", "'"), ("\u00d7", "*"), ("\u00a0", " "),
+                     ("\ufeff", ""), ("\u200b", ""), ("\r\n", "\n")):
         text = text.replace(old, new)
     return text
 
@@ -73,8 +115,99 @@ def gate_aliases(text: str) -> str:
     return pattern.sub(lambda m: m.group(1) + m.group(2) + _ALIASES[m.group(3)], text)
 
 
+_MULTI = {"ccz": "z", "cccz": "z", "mcz": "z", "cccx": "x", "ccccx": "x", "c3x": "x", "c4x": "x", "mcx": "x",
+          "mct": "x", "mcx_gray": "x"}
+_QASM2_BY_ARITY = {"x": {2: "cx", 3: "ccx", 4: "c3x", 5: "c4x"}, "z": {2: "cz", 3: "ccz"}}
+_MULTI_STATEMENT = re.compile(r"(^|;|\{)(\s*)(" + "|".join(sorted(_MULTI, key=len, reverse=True)) +
+                              r")\s+([^;(]+);", re.M)
+
+
+def multi_controlled(text: str) -> str:
+    r"""Multi-controlled gates by the names models use (``ccz``, ``cccx``, ``c3x``, ``mcx`` with any
+    number of qubits), unless the program defines them: in OpenQASM 2 the qelib1 gate of that
+    arity (``mcx a,b,c,d`` -> ``c3x``), otherwise ``ctrl(k) @ x`` (OpenQASM 3).
+
+    >>> multi_controlled("qreg q[5];\nmcx q[0],q[1],q[2],q[3];")
+    'qreg q[5];\nc3x q[0],q[1],q[2],q[3];'
+    >>> multi_controlled("qubit[3] q;\nccz q[0], q[1], q[2];")
+    'qubit[3] q;\nctrl(2) @ z q[0], q[1], q[2];'
+    """
+    defined = set(re.findall(r"\b(?:gate|opaque)\s+([A-Za-z_]\w*)", text))
+    qasm3 = detect_version(text) == 3
+
+    def fix(m: re.Match) -> str:
+        name, args = m.group(3), m.group(4)
+        if name in defined:
+            return m.group(0)
+        base, k = _MULTI[name], len([a for a in args.split(",") if a.strip()])
+        if not qasm3 and k in _QASM2_BY_ARITY[base]:
+            return f"{m.group(1)}{m.group(2)}{_QASM2_BY_ARITY[base][k]} {args.strip()};"
+        if k < 2:
+            return m.group(0)
+        return f"{m.group(1)}{m.group(2)}ctrl({k - 1}) @ {base} {args.strip()};"
+
+    return _MULTI_STATEMENT.sub(fix, text)
+
+
+def bare_measurements(text: str) -> str:
+    """``measure q[0];`` without a target bit (OpenQASM 3 style) in an OpenQASM 2 program:
+    dropped (measurements never enter the scored unitary)."""
+    if detect_version(text) == 3:
+        return text
+    return re.sub(r"(^|;)(\s*)measure\s+[^;>=]+;", r"\1\2", text, flags=re.M)
+
+
+_FOR = re.compile(r"\bfor\s+(?:(?:u?int|const\s+int)(?:\s*\[\s*\d+\s*\])?\s+)?([A-Za-z_]\w*)\s+in\s*"
+                  r"(\[[^\]]*\]|\{[^}]*\})\s*\{([^{}]*)\}")
+MAX_UNROLLED = 4096
+"""Most loop iterations unrolled per loop (beyond, the loop is left to the parser)."""
+
+
+def for_loops(text: str) -> str:
+    """``for i in [0:n] { ... }`` loops (pre-3.0 syntax without a type, or 3.0's ``for int i``),
+    unrolled: Qiskit's OpenQASM 3 importer cannot index a register with the loop variable.
+    Ranges are inclusive (``[start:stop]``, ``[start:step:stop]``); sets (``{0, 2}``) too.
+
+    >>> for_loops("for i in [0:2] { h q[i]; }")
+    ' h q[0];  h q[1];  h q[2]; '
+    """
+
+    def values(spec: str) -> list[int] | None:
+        nums = [p.strip() for p in spec[1:-1].replace(",", ":" if spec[0] == "[" else ",").split(
+            ":" if spec[0] == "[" else ",")]
+        try:
+            ints = [int(v) for v in nums if v]
+        except ValueError:
+            return None
+        if spec[0] == "{":
+            return ints
+        if len(ints) == 2:
+            start, step, stop = ints[0], 1, ints[1]
+        elif len(ints) == 3:
+            start, step, stop = ints
+        else:
+            return None
+        if step == 0 or abs(stop - start) // abs(step) + 1 > MAX_UNROLLED:
+            return None
+        return list(range(start, stop + (1 if step > 0 else -1), step))
+
+    def unroll(m: re.Match) -> str:
+        var, spec, body = m.group(1), m.group(2), m.group(3)
+        vals = values(spec)
+        if vals is None or len(vals) > MAX_UNROLLED:
+            return m.group(0)
+        pattern = re.compile(rf"\b{re.escape(var)}\b")
+        return "".join(pattern.sub(str(v), body) for v in vals)
+
+    previous = None
+    while previous != text:  # nested loops unroll from the inside out
+        previous, text = text, _FOR.sub(unroll, text)
+    return text
+
+
 RULES: tuple[Callable[[str], str], ...] = (
-    unicode_symbols, markdown_fences, prose_lines, python_constants, gate_aliases,
+    unicode_symbols, comments, markdown_fences, prose_lines, python_constants, gate_aliases, multi_controlled,
+    bare_measurements, for_loops,
 )
 
 _QASM3_MARKERS = re.compile(
