@@ -179,19 +179,32 @@ def data_fetch(
 @app.command()
 def baselines(
     suite: str = typer.Option("tcount", help="tcount | mqt | qiskit-arith | prompts"),
-    methods: str = typer.Option("qiskit,tket,pyzx", help="Comma-separated: qiskit, tket, pyzx."),
+    methods: str = typer.Option("qiskit,tket,pyzx,best", help="Comma-separated: qiskit, tket, pyzx, best (the "
+                                                             "verified minimum of all, plus PyZX then TKET/Qiskit)."),
     out: Path = typer.Option(Path("results/baselines"), help="Output folder (baselines.csv, baselines.md)."),
     suite_dir: Optional[Path] = typer.Option(None, help="Folder of the T-count suite's .qasm files."),
     published: Optional[Path] = typer.Option(None, help="published_tcounts.csv to show as reference columns."),
     max_t0: Optional[int] = typer.Option(None, help="Only circuits with T0 <= this."),
     limit: Optional[int] = typer.Option(None, help="At most this many circuits (stratified, seed 42)."),
+    route_timeout: float = typer.Option(180.0, help="Seconds per compiler route (compile + verify); a timed-out "
+                                                    "route is recorded as such, the other routes still count."),
+    workers: int = typer.Option(0, help="Worker processes (0 = one per core)."),
+    resume: bool = typer.Option(False, help="Skip (circuit, method) cells already in OUT/baselines.csv."),
 ) -> None:
-    """Run the compiler baselines (Qiskit O3, TKET, PyZX) with equivalence checks."""
+    """Run the compiler baselines (Qiskit O3, TKET, PyZX, best) with equivalence checks."""
     import csv as _csv
+    import os
 
-    from rubriq.baselines.runner import run_suite, write_reports
+    from rubriq.baselines.runner import load_done, run_suite, write_reports
     from rubriq.data.suites import load_collection, stratify
 
+    if route_timeout <= 0:
+        raise typer.BadParameter("must be > 0 seconds", param_hint="--route-timeout")
+    if workers < 0:
+        raise typer.BadParameter("must be >= 0 (0 = one per core)", param_hint="--workers")
+    for flag, value in (("--limit", limit), ("--max-t0", max_t0)):
+        if value is not None and value < 0:
+            raise typer.BadParameter("must be >= 0", param_hint=flag)
     method_list = [m.strip() for m in methods.split(",") if m.strip()]
     try:
         if suite == "prompts":
@@ -210,11 +223,17 @@ def baselines(
     if published is not None:
         with open(published, encoding="utf-8") as fh:
             reference = {r["circuit"]: r for r in _csv.DictReader(fh)}
-        columns = ("PyZX", "Tpar", "Nam", "Feynman")
+        # the gadgetized columns use extra ancillas (a different problem): shown, marked, never compared
+        columns = ("PyZX", "Tpar", "Nam", "Feynman", "ATQ_gadgetized", "polytof_gadgetized")
     title = f"Compiler baselines: {suite}"
+    done = load_done(out / "baselines.csv", method_list) if resume else {}
+    if done:
+        console.print(f"resuming: {len(done)} (circuit, method) cells already in {out / 'baselines.csv'}")
     try:
-        rows = run_suite(circuits, method_list, reference,
-                         on_row=lambda done: write_reports(done, method_list, out, title + " (in progress)", columns))
+        rows = run_suite(circuits, method_list, reference, route_timeout_s=route_timeout,
+                         workers=workers or os.cpu_count() or 1, done=done,
+                         on_row=lambda finished: write_reports(finished, method_list, out, title + " (in progress)",
+                                                               columns))
     except ValueError as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)

@@ -221,3 +221,61 @@ def test_cli_baselines_writes_reports(tmp_path, benchmarks_dir):
     assert {r["circuit"] for r in rows} == {"tof_3", "barenco_tof_3", "mod5_4"}
     assert all(r["verified_pyzx"] == "exact" and r["T_pyzx"] == r["published_PyZX"] for r in rows)
     assert "Summary per method and T0 bucket" in (tmp_path / "baselines.md").read_text()
+
+
+def test_route_timeout_is_recorded_and_other_routes_count(suite, monkeypatch):
+    import time as _time
+
+    from rubriq.baselines import compilers, runner
+
+    def slow(circuit):
+        _time.sleep(30)
+        return circuit
+
+    slow.__name__ = "slow_route"
+    monkeypatch.setitem(runner.METHODS, "pyzx", (slow, compilers.pyzx_teleport))
+    start = _time.monotonic()
+    result = runner.run_method(suite["tof_3"], "pyzx", route_timeout_s=5.0)
+    assert _time.monotonic() - start < 25
+    assert result.verified and result.t == 15 and "slow_route: over 5 s" in result.detail
+    monkeypatch.setitem(runner.METHODS, "pyzx", (slow,))
+    alone = runner.run_method(suite["tof_3"], "pyzx", route_timeout_s=1.0)
+    assert alone.verdict == "timeout" and alone.t is None
+
+
+def test_best_is_the_verified_minimum_and_workers_agree(suite, tmp_path):
+    from rubriq.baselines.runner import load_done
+
+    circuits = [suite[n] for n in ("tof_3", "barenco_tof_3", "mod5_4")]
+    methods = ["qiskit", "pyzx", "best"]
+    one = run_suite(circuits, methods, progress=False)
+    two = run_suite(circuits, methods, progress=False, workers=2)
+    for a, b in zip(one, two):
+        assert {m: (r.t, r.verdict) for m, r in a.results.items()} == {m: (r.t, r.verdict) for m, r in b.results.items()}
+        verified = [r.t for m, r in a.results.items() if m != "best" and r.verified]
+        assert a.results["best"].verified and a.results["best"].t <= min(verified)
+    write_reports(one, methods, tmp_path, "t")
+    done = load_done(tmp_path / "baselines.csv", methods)
+    assert len(done) == 9 and done[("tof_3", "pyzx")].t == 15
+
+
+def test_resume_skips_cells_already_in_the_csv(suite, tmp_path, monkeypatch):
+    from rubriq.baselines import runner
+
+    circuits = [suite["tof_3"], suite["mod5_4"]]
+    first = run_suite(circuits[:1], ["qiskit", "pyzx"], progress=False)
+    write_reports(first, ["qiskit", "pyzx"], tmp_path, "t")
+    calls = []
+    real = runner.run_method
+    monkeypatch.setattr(runner, "run_method", lambda c, m, t=None: calls.append((c.name, m)) or real(c, m, t))
+    rows = run_suite(circuits, ["qiskit", "pyzx"], progress=False,
+                     done=runner.load_done(tmp_path / "baselines.csv", ["qiskit", "pyzx"]))
+    assert sorted(calls) == [("mod5_4", "pyzx"), ("mod5_4", "qiskit")]
+    assert {r.circuit.name: r.results["pyzx"].t for r in rows} == {"tof_3": 15, "mod5_4": 8}
+
+
+@pytest.mark.parametrize("args, flag", [(["--route-timeout", "0"], "--route-timeout"), (["--workers", "-2"], "--workers"),
+                                        (["--limit", "-1"], "--limit"), (["--max-t0", "-5"], "--max-t0")])
+def test_cli_baselines_rejects_bad_numbers(args, flag, tmp_path):
+    out = CliRunner().invoke(app, ["baselines", "--out", str(tmp_path), *args])
+    assert out.exit_code == 2 and flag in out.output

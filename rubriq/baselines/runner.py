@@ -9,9 +9,12 @@ is reported as such, never averaged in: see ``mean_compression``).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
+import signal
 import statistics
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,23 +49,70 @@ class Row:
     published: dict[str, str] = field(default_factory=dict)
 
 
-def run_method(circuit: SuiteCircuit, method: str) -> MethodResult:
+class RouteTimeout(Exception):
+    """A compiler route ran past its time limit."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float | None):
+    """Raise :class:`RouteTimeout` in this (main) thread after ``seconds``.  Compiler routes are
+    Python (PyZX) or return to Python often (Qiskit, TKET), so a SIGALRM ends them; hand-written
+    because neither library takes a time limit.  No limit outside the main thread."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise RouteTimeout(f"over {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_method(circuit: SuiteCircuit, method: str, route_timeout_s: float | None = None) -> MethodResult:
+    """The verified route of ``method`` with the fewest T gates; each route (compile + verify)
+    gets at most ``route_timeout_s`` seconds (a timed-out route is recorded, the others count)."""
     best = MethodResult()
     start = time.perf_counter()
+    timeouts = []
     for route in METHODS[method]:
         try:
-            out = route(circuit.circuit)
-            t = count_t(out)
-            verdict, detail = verify(circuit.circuit, out)
+            with time_limit(route_timeout_s):
+                out = route(circuit.circuit)
+                t = count_t(out)
+                verdict, detail = verify(circuit.circuit, out)
+        except RouteTimeout as exc:
+            timeouts.append(f"{route.__name__}: {exc}")
+            verdict, detail, t = "timeout", f"{route.__name__}: {exc}", None
         except Exception as exc:  # a compiler crash is a result (flagged), not an abort
             verdict, detail, t = "failed", f"{route.__name__}: {type(exc).__name__}: {str(exc)[:120]}", None
         candidate = MethodResult(t, 0.0, verdict, detail, out if t is not None else None)
         if candidate.verified and (not best.verified or t < best.t):
             best = candidate
-        elif not best.verified and best.verdict == "failed":
+        elif not best.verified and best.verdict in ("failed", "timeout"):
             best = candidate
     best.seconds = time.perf_counter() - start
+    if timeouts and best.verified:
+        best.detail = f"{best.detail}; timed out: {', '.join(timeouts)}"
     return best
+
+
+def portfolio(row: Row) -> None:
+    """Make ``row.results["best"]`` the verified minimum over every method of the row."""
+    if "best" not in row.results:
+        return
+    own = row.results["best"]
+    winner, source = own, "pyzx+cleanup"
+    for name, result in row.results.items():
+        if name != "best" and result.verified and (not winner.verified or result.t < winner.t):
+            winner, source = result, name
+    if winner is not own:
+        row.results["best"] = MethodResult(winner.t, own.seconds, winner.verdict, f"from {source}: {winner.detail}")
 
 
 def compression(t0: int, t: int | None) -> float | None:
@@ -81,26 +131,94 @@ def mean_compression(values: list[float]) -> str:
 
 
 def run_suite(circuits: list[SuiteCircuit], methods: list[str], published: dict[str, dict] | None = None,
-              progress: bool = True, on_row=None) -> list[Row]:
-    """Run every method on every circuit (smallest T0 first); ``on_row(rows_done)`` is called
-    after each circuit, so reports can be written incrementally."""
+              progress: bool = True, on_row=None, route_timeout_s: float | None = None, workers: int = 1,
+              done: dict[tuple[str, str], MethodResult] | None = None) -> list[Row]:
+    """Run every method on every circuit (smallest T0 first).
+
+    ``workers`` > 1 spreads the (circuit, method) cells over that many processes; ``done``
+    holds cells already computed (``--resume``: read back from the CSV), which are not run
+    again; ``on_row(rows)`` is called whenever a cell finishes, so reports are written
+    incrementally and a stopped run loses at most the cells in flight.
+    """
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; known: {', '.join(METHODS)}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
     rows = [Row(c, published=(published or {}).get(c.name, {})) for c in sorted(circuits, key=lambda c: c.t0)]
+    by_name = {row.circuit.name: row for row in rows}
+    todo = []
+    for row in rows:
+        for m in methods:
+            if done and (row.circuit.name, m) in done:
+                row.results[m] = done[(row.circuit.name, m)]
+            else:
+                todo.append((row, m))
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    def finished(row: Row, method: str, result: MethodResult) -> None:
+        result.circuit = None  # reports need the numbers only
+        row.results[method] = result
+        if len(row.results) == len(methods):
+            portfolio(row)
+        if on_row is not None:
+            on_row([r for r in rows if len(r.results) == len(methods)])
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   disable=not progress) as bar:
-        task = bar.add_task("baselines", total=len(rows) * len(methods))
-        for i, row in enumerate(rows):
-            for m in methods:
+        task = bar.add_task("baselines", total=len(todo))
+        if workers == 1:
+            for row, m in todo:
                 bar.update(task, description=f"{m} on {row.circuit.name}")
-                row.results[m] = run_method(row.circuit, m)
+                finished(row, m, run_method(row.circuit, m, route_timeout_s))
                 bar.advance(task)
-            if on_row is not None:
-                on_row(rows[: i + 1])
+        else:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            # one task per circuit (its methods in order, so "best" reuses PyZX's teleport output in
+            # the same process); the largest circuits first, so that they do not finish last
+            per_circuit: dict[str, list[str]] = {}
+            for row, m in todo:
+                per_circuit.setdefault(row.circuit.name, []).append(m)
+            order = sorted(per_circuit, key=lambda name: -by_name[name].circuit.t0)
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                futures = {pool.submit(_cells, by_name[name].circuit, per_circuit[name], route_timeout_s): name
+                           for name in order}
+                for future in as_completed(futures):
+                    name = futures[future]
+                    for m, result in future.result().items():
+                        finished(by_name[name], m, result)
+                        bar.advance(task)
+                    bar.update(task, description=f"{name} done")
+    for row in rows:
+        portfolio(row)
     return rows
+
+
+def _cells(circuit: SuiteCircuit, methods: list[str], route_timeout_s: float | None) -> dict[str, MethodResult]:
+    out = {}
+    for m in methods:
+        out[m] = run_method(circuit, m, route_timeout_s)
+        out[m].circuit = None
+    return out
+
+
+def load_done(csv_path: Path, methods: list[str]) -> dict[tuple[str, str], MethodResult]:
+    """Cells of an earlier run's CSV (``--resume``): (circuit, method) -> its recorded result."""
+    done: dict[tuple[str, str], MethodResult] = {}
+    if not Path(csv_path).is_file():
+        return done
+    with open(csv_path, encoding="utf-8") as fh:
+        for line in csv.DictReader(fh):
+            for m in methods:
+                verdict = line.get(f"verified_{m}")
+                if verdict:
+                    t = line.get(f"T_{m}")
+                    done[(line["circuit"], m)] = MethodResult(int(t) if t else None,
+                                                             float(line.get(f"seconds_{m}") or 0.0), verdict,
+                                                             "resumed from the CSV")
+    return done
 
 
 def write_reports(rows: list[Row], methods: list[str], out: Path, title: str,
@@ -131,8 +249,11 @@ def write_reports(rows: list[Row], methods: list[str], out: Path, title: str,
 def markdown(rows: list[Row], methods: list[str], title: str, published_columns: tuple[str, ...] = ()) -> str:
     lines = [f"# {title}", "",
              "T = T-count under RubriQ's gate table; C = T0/T over verified outputs only; "
-             "`!` marks an output that is not verified equivalent (never counted).", ""]
-    head = ["circuit", "qubits", "T0"] + [f"{p} (published)" for p in published_columns]
+             "`!` marks an output that is not verified equivalent (never counted); `-` with `timeout` in the CSV: "
+             "every route ran past --route-timeout. Published *gadgetized* columns (AlphaTensor-Quantum, polytof) "
+             "use extra ancilla qubits: a different problem, shown for reference, never a fair comparison.", ""]
+    head = ["circuit", "qubits", "T0"] + [f"{p} (published{', ancillas' if 'gadgetized' in p else ''})"
+                                          for p in published_columns]
     for m in methods:
         head += [f"T {m}", f"C {m}", f"s {m}"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -123,24 +123,31 @@ class CertifyWorker:
                 return Verdict("unknown", f"worker failed: {exc}", time.monotonic() - start)
             begin = time.monotonic()
             try:
-                # qcec gets most of the time; its timeout is advisory, ours is enforced
-                payload = pickle.dumps((a, b, 0.8 * timeout_s))
-                proc.stdin.write(_HEADER.pack(len(payload)) + payload)
-                proc.stdin.flush()
-                reply = _read_frame(proc, timeout_s - (time.monotonic() - begin))
-            except (OSError, EOFError, pickle.PickleError) as exc:
+                return self._ask(proc, a, b, timeout_s, begin)
+            except BaseException:  # interrupted mid-request (e.g. a caller's alarm): never reuse it
                 self.stop()
-                return Verdict("unknown", f"worker failed: {type(exc).__name__}: {exc}", time.monotonic() - begin)
-            if reply is None:  # overran its time: kill it and start the next one now
-                self.stop()
-                try:
-                    self._start(None)
-                except OSError:
-                    pass
-                return Verdict("unknown", "timeout", time.monotonic() - begin)
-            if isinstance(reply, tuple) and reply[0] == "error":
-                return Verdict("unknown", f"qcec failed: {reply[1]}", time.monotonic() - begin)
-            return Verdict(classify(reply), reply, time.monotonic() - begin)
+                raise
+
+    def _ask(self, proc, a, b, timeout_s: float, begin: float) -> Verdict:
+        try:
+            # qcec gets most of the time; its timeout is advisory, ours is enforced
+            payload = pickle.dumps((a, b, 0.8 * timeout_s))
+            proc.stdin.write(_HEADER.pack(len(payload)) + payload)
+            proc.stdin.flush()
+            reply = _read_frame(proc, timeout_s - (time.monotonic() - begin))
+        except (OSError, EOFError, pickle.PickleError) as exc:
+            self.stop()
+            return Verdict("unknown", f"worker failed: {type(exc).__name__}: {exc}", time.monotonic() - begin)
+        if reply is None:  # overran its time: kill it and start the next one now
+            self.stop()
+            try:
+                self._start(None)
+            except OSError:
+                pass
+            return Verdict("unknown", "timeout", time.monotonic() - begin)
+        if isinstance(reply, tuple) and reply[0] == "error":
+            return Verdict("unknown", f"qcec failed: {reply[1]}", time.monotonic() - begin)
+        return Verdict(classify(reply), reply, time.monotonic() - begin)
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
