@@ -6,7 +6,8 @@ Reads every ``*.jsonl`` under the corpus folder (and its git-ignored ``local/`` 
 ``llm_outputs/fetch_yucong.py`` puts texts that may not be redistributed); each line has
 ``source`` and ``text``.  Per source: texts, RubriQ parse rate (the cascade with Python off),
 plain-Qiskit parse rate (``qasm3.loads`` or ``qasm2.loads`` with the legacy custom instructions,
-on the raw text or the first fenced block, as in tests/test_extraction_property.py), texts only
+on the raw text or the first fenced block, as in tests/test_extraction_property.py; a circuit
+needs at least one qubit, as in RubriQ's cascade: an empty fenced block is not a parse), texts only
 one of them parses, and the classes of RubriQ's failures.  Prints a markdown table and writes it
 to benchmarks/results/extraction.md.
 """
@@ -48,8 +49,9 @@ def qiskit_parses(text: str) -> bool:
     for candidate in candidates:
         for load in (qasm3.loads, lambda t: qasm2.loads(t, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS)):
             try:
-                load(candidate)
-                return True
+                # an empty block "parses" to a 0-qubit circuit: that is not a circuit (nor for RubriQ)
+                if load(candidate).num_qubits >= 1:
+                    return True
             except Exception:  # noqa: BLE001 - any parser error: not parsed
                 continue
     return False

@@ -1,7 +1,7 @@
 """Sample the embedded SmolLM2-135M-Instruct on RubriQ's synthesis prompts and store the raw
 completions (committed: benchmarks/llm_outputs/smollm2-135m-instruct.jsonl).
 
-    .venv/bin/python benchmarks/llm_outputs/make_smollm2.py [--per-format 48] [--samples 2]
+    .venv/bin/python benchmarks/llm_outputs/make_smollm2.py [--per-format 40] [--samples 2]
 
 Real model output, unedited: the texts a small open model writes for our prompts (full prompt
 style, OpenQASM 2 and 3 formats), sampled at temperature 0.8, top-p 0.95, 256 new tokens,
@@ -26,7 +26,7 @@ OUT = Path(__file__).resolve().parent / "smollm2-135m-instruct.jsonl"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-format", type=int, default=48, help="prompts per format")
+    parser.add_argument("--per-format", type=int, default=40, help="prompts per format")
     parser.add_argument("--samples", type=int, default=2, help="completions per prompt")
     args = parser.parse_args()
     targets = synthesis_targets(PromptSpec())[: args.per_format]

@@ -1,7 +1,7 @@
 """Compiler baselines: one small function per method, ``QuantumCircuit -> QuantumCircuit``.
 
-* ``qiskit``: ``transpile`` at optimization level 3 to the Clifford+T basis (the paper's
-  "strongest available optimization level");
+* ``qiskit``: Qiskit's Clifford+T preset pass manager at optimization level 3 (the paper's
+  "strongest available optimization level"; see :func:`qiskit_o3`);
 * ``tket``: ``FullPeepholeOptimise`` (TKET's strongest; implicit wire swaps made explicit),
   then ``AutoRebase`` to {CX, H, Rz}.  TKET optimizes gate count, not T-count: its T-count is
   read off the Rz angles (odd multiples of pi/4 count 1, other non-Clifford angles count as
@@ -30,8 +30,18 @@ def count_t(circuit: QuantumCircuit) -> int:
 
 
 def qiskit_o3(circuit: QuantumCircuit) -> QuantumCircuit:
-    return transpile(strip_non_unitary(circuit), basis_gates=CLIFFORD_T_BASIS, optimization_level=3,
-                     seed_transpiler=42)
+    """Qiskit's recommended Clifford+T compilation (``generate_preset_clifford_t_pass_manager``,
+    Qiskit >= 2.2: "use this instead of transpile() with a Clifford+T basis") at optimization
+    level 3, basis {cx, h, s, sdg, t, tdg, x, y, z}; older Qiskit: ``transpile`` to that basis.
+    On the suite circuits checked both give the same T-counts (tof_3 19, barenco_tof_5 72,
+    gf2^4_mult 96, ham15-low 147)."""
+    circuit = strip_non_unitary(circuit)
+    try:
+        from qiskit.transpiler import generate_preset_clifford_t_pass_manager
+    except ImportError:
+        return transpile(circuit, basis_gates=CLIFFORD_T_BASIS, optimization_level=3, seed_transpiler=42)
+    return generate_preset_clifford_t_pass_manager(optimization_level=3, basis_gates=CLIFFORD_T_BASIS,
+                                                   seed_transpiler=42).run(circuit)
 
 
 def tket_full_peephole(circuit: QuantumCircuit) -> QuantumCircuit:
@@ -67,12 +77,19 @@ def pyzx_teleport(circuit: QuantumCircuit) -> QuantumCircuit:
     import pyzx as zx
 
     key = hashlib.sha256(qasm2.dumps(strip_non_unitary(circuit)).encode()).hexdigest()
+    if isinstance(_TELEPORTED.get(key), BaseException):  # it already ran out of time in this process
+        raise _TELEPORTED[key]
     if key not in _TELEPORTED:
-        g = _pyzx_circuit(circuit).to_graph()
-        g = zx.teleport_reduce(g)
         while len(_TELEPORTED) >= 4:
             _TELEPORTED.pop(next(iter(_TELEPORTED)))
-        _TELEPORTED[key] = _from_pyzx(zx.basic_optimization(zx.Circuit.from_graph(g).to_basic_gates()))
+        try:
+            g = _pyzx_circuit(circuit).to_graph()
+            g = zx.teleport_reduce(g)
+            _TELEPORTED[key] = _from_pyzx(zx.basic_optimization(zx.Circuit.from_graph(g).to_basic_gates()))
+        except BaseException as exc:  # a route time limit: the portfolio routes need not wait for it again
+            if type(exc).__name__ == "RouteTimeout":
+                _TELEPORTED[key] = exc
+            raise
     return _TELEPORTED[key].copy()
 
 
