@@ -5,9 +5,8 @@
 Reads every ``*.jsonl`` under the corpus folder (and its git-ignored ``local/`` folder, where
 ``llm_outputs/fetch_yucong.py`` puts texts that may not be redistributed); each line has
 ``source`` and ``text``.  Per source: texts, RubriQ parse rate (the cascade with Python off),
-plain-Qiskit parse rate (``qasm3.loads`` or ``qasm2.loads`` with the legacy custom instructions,
-on the raw text or the first fenced block, as in tests/test_extraction_property.py; a circuit
-needs at least one qubit, as in RubriQ's cascade: an empty fenced block is not a parse), texts only
+plain-Qiskit parse rate (``rubriq.extract.qasm.plain_qiskit_load``: the raw text or the first
+fenced block, at least one qubit, as in tests/test_extraction_property.py), texts only
 one of them parses, and the classes of RubriQ's failures.  Prints a markdown table and writes it
 to benchmarks/results/extraction.md.
 """
@@ -24,10 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from qiskit import qasm2, qasm3  # noqa: E402
-
 from rubriq.config import ExtractionConfig  # noqa: E402
 from rubriq.extract.cascade import extract  # noqa: E402
+from rubriq.extract.qasm import plain_qiskit_load  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CLASSES = (  # (class, pattern in RubriQ's error), first match wins
@@ -39,22 +37,6 @@ CLASSES = (  # (class, pattern in RubriQ's error), first match wins
     ("classical control flow", r"classical control|control flow"),
     ("syntax error", r"ParseError|ParsingError|syntax|token|expected|mismatched"),
 )
-
-
-def qiskit_parses(text: str) -> bool:
-    candidates = [text]
-    block = re.search(r"```[^\n]*\n(.*?)```", text, re.S)
-    if block:
-        candidates.append(block.group(1))
-    for candidate in candidates:
-        for load in (qasm3.loads, lambda t: qasm2.loads(t, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS)):
-            try:
-                # an empty block "parses" to a 0-qubit circuit: that is not a circuit (nor for RubriQ)
-                if load(candidate).num_qubits >= 1:
-                    return True
-            except Exception:  # noqa: BLE001 - any parser error: not parsed
-                continue
-    return False
 
 
 def failure_class(error: str) -> str:
@@ -86,7 +68,7 @@ def main() -> None:
             if path.parent.name == "local":
                 local.add(source)
             ours = extract(text, config)
-            theirs = qiskit_parses(text)
+            theirs = plain_qiskit_load(text) is not None
             s = stats[source]
             s["texts"] += 1
             s["rubriq"] += ours.circuit is not None

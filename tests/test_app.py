@@ -13,23 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from rubriq.app import handlers, metrics_markdown
+from rubriq.app import QFT3_EXAMPLE, handlers, metrics_markdown
 from rubriq.app.handlers import AppInputError
 from rubriq.evaluator import RubriQEvaluator
 
 gradio = pytest.importorskip("gradio", reason="the app needs gradio (pip install -e '.[app]')")
 
-QFT3 = """OPENQASM 2.0;
-include "qelib1.inc";
-qreg q[3];
-h q[2];
-cp(pi/2) q[1],q[2];
-cp(pi/4) q[0],q[2];
-h q[1];
-cp(pi/2) q[0],q[1];
-h q[0];
-swap q[0],q[2];
-"""
+QFT3 = QFT3_EXAMPLE  # the page's own example: a textbook QFT-3
 HOSTILE = """```python
 from qiskit import QuantumCircuit
 import os

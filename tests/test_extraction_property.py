@@ -10,15 +10,14 @@ must also parse every generated text (it is a valid program under the dressing).
 
 from __future__ import annotations
 
-import re
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from qiskit import QuantumCircuit, qasm2, qasm3
+from qiskit import QuantumCircuit
 from qiskit.quantum_info import Operator
 
 from rubriq.config import ExtractionConfig
 from rubriq.extract.cascade import extract
+from rubriq.extract.qasm import plain_qiskit_load
 from rubriq.rubric.gates import strip_non_unitary
 
 # (name, qubits, parameters): gates both qelib1.inc and stdgates.inc define
@@ -81,28 +80,13 @@ def dressed(draw):
     return version, text
 
 
-def _qiskit(text: str) -> QuantumCircuit | None:
-    """What plain Qiskit parses: the raw text or the first fenced block, as 3.0 or 2.0."""
-    candidates = [text]
-    block = re.search(r"```[^\n]*\n(.*?)```", text, re.S)
-    if block:
-        candidates.append(block.group(1))
-    for candidate in candidates:
-        for load in (qasm3.loads, lambda t: qasm2.loads(t, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS)):
-            try:
-                return load(candidate)
-            except Exception:  # noqa: BLE001 - any parser error means "Qiskit does not parse this"
-                continue
-    return None
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dressed())
 def test_rubriq_parses_whatever_qiskit_parses_to_the_same_circuit(example):
     _, text = example
     ours = extract(text, CONFIG)
     assert ours.circuit is not None, (text, ours.error)
-    reference = _qiskit(text)
+    reference = plain_qiskit_load(text)
     if reference is not None:
         assert Operator(strip_non_unitary(ours.circuit)).equiv(Operator(strip_non_unitary(reference))), text
 

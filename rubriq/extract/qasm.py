@@ -196,3 +196,33 @@ def load_qasm(text: str, limits: QASMLimits = QASMLimits()) -> QuantumCircuit:
             raise QASMError(f"circuit has {circuit.num_qubits} qubits (cap {limits.max_qubits})")
         return circuit
     raise QASMError("; ".join(errors))
+
+
+def plain_qiskit_load(text: str) -> QuantumCircuit | None:
+    r"""What plain Qiskit makes of a model's text, the baseline RubriQ's extraction is measured
+    against (tests/test_extraction_property.py, benchmarks/bench_extraction.py): ``qasm3.loads``,
+    then ``qasm2.loads`` with the legacy custom instructions, on the raw text and then on the first
+    fenced block; the first circuit with at least one qubit (an empty block "parses" to none),
+    else None.
+
+    >>> plain_qiskit_load("```qasm\nOPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[1];\nh q[0];\n```").num_qubits
+    1
+    >>> plain_qiskit_load("```\n```") is None
+    True
+    """
+    from qiskit import qasm2, qasm3
+
+    candidates = [text]
+    block = re.search(r"```[^\n]*\n(.*?)```", text, re.S)
+    if block:
+        candidates.append(block.group(1))
+    loaders = (qasm3.loads, lambda t: qasm2.loads(t, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS))
+    for candidate in candidates:
+        for load in loaders:
+            try:
+                circuit = load(candidate)
+            except Exception:  # noqa: BLE001 - any parser error means "Qiskit does not parse this"
+                continue
+            if circuit.num_qubits >= 1:
+                return circuit
+    return None
