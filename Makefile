@@ -1,11 +1,12 @@
 # RubriQ developer entry points. `make test` is what CI runs (.ci/run).
 PYTHON ?= python3
 VENV   := .venv
-PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rubriq-installed
 # The sandbox child gets an empty private /tmp; the hostile corpus must not run from a venv there
-# (SECURITY.md). A checkout under /tmp keeps its venv under ~/.cache and links it as .venv.
+# (SECURITY.md). A checkout under /tmp keeps its venv under ~/.cache and links it as .venv; PY
+# runs it by its real path, so that sys.prefix (what the sandbox re-exposes) is outside /tmp too.
 VENV_HOME := $(if $(filter /tmp/% /var/tmp/%,$(CURDIR)),$(HOME)/.cache/rubriq/venvs/$(shell printf %s '$(CURDIR)' | md5sum | cut -c1-12))
+PY     := $(or $(VENV_HOME),$(VENV))/bin/python
 
 .PHONY: setup test demo bench clean
 
