@@ -1,22 +1,175 @@
-"""The ``rubriq`` command line (typer + rich)."""
+"""The ``rubriq`` command line (typer + rich).
+
+Conventions every command keeps (tests/test_cli.py checks them):
+
+- exit codes: 0 done; 1 ran, but the answer is a failure (``score``: nothing parsed or
+  scored; ``synthesize``: no correct circuit; ``doctor``: a sandbox layer is missing); 2 a
+  usage or input error; 130 interrupted.
+- a bad value is one line on stderr, ``error: --flag: what is wrong``, printed before any
+  model, dataset, compiler or emulator loads; never a traceback (``--verbose`` shows the
+  traceback of an internal error).
+- tables wrap, never cut, at any width (80 columns included), in one style (:func:`_table`).
+- default outputs go under ``runs/`` (git-ignored); committed results are rewritten only when
+  ``--out`` names them.
+- libraries are quiet: their warnings, progress bars and per-step dicts go to the log
+  (``--verbose`` brings them back to the console); long phases show progress that moves.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import traceback
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, NoReturn, Optional
 
 import typer
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from typer.exceptions import TyperException  # typer's own (vendored) click: usage errors
 
+from rubriq import __version__
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+def _plain_argument_metavars() -> None:
+    """typer >= 0.2x writes an argument as ``FILE <str>`` in help and ``{FILE}`` in the usage
+    line; a given metavar alone (``FILE``, ``PATH...``) is what click and argparse print.  typer
+    has no setting for this, hence the two small overrides (skipped if typer renames them)."""
+    from typer.core import TyperArgument
+
+    if not hasattr(TyperArgument, "_usage_display_name"):
+        return
+    usage = TyperArgument._usage_display_name
+    rich_type = TyperArgument.display_type_rich
+
+    def usage_name(self) -> str:
+        return self.metavar if self.metavar else usage(self)
+
+    def type_name(self, ctx):
+        return None if self.metavar else rich_type(self, ctx)
+
+    TyperArgument._usage_display_name = usage_name
+    TyperArgument.display_type_rich = type_name
+
+
+_plain_argument_metavars()
 app = typer.Typer(help="RubriQ: rubric-rewarded quantum circuit synthesis.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
-console = Console()
-err = Console(stderr=True)
+                  pretty_exceptions_enable=False, context_settings=CONTEXT, rich_markup_mode=None)
+console = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+log = logging.getLogger("rubriq.cli")
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+STATE = {"verbose": False}
 
 
+# -- errors, tables, library noise --------------------------------------------------------------
+def fail(message: str, flag: str | None = None, code: int = EXIT_USAGE) -> NoReturn:
+    """One line on stderr (``error: --flag: message``) and exit ``code``."""
+    text = " ".join(str(message).split())  # one line, whatever the exception's message held
+    err.print(f"error: {flag + ': ' if flag else ''}{text}", markup=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def check(ok: bool, flag: str, message: str) -> None:
+    """``fail`` with ``flag`` unless ``ok``: the up-front checks of every command."""
+    if not ok:
+        fail(message, flag)
+
+
+@contextmanager
+def reported(code: int = EXIT_USAGE, flag: str | None = None) -> Iterator[None]:
+    """Turn the errors RubriQ raises for bad input (config, target, model, file, value) into
+    :func:`fail`; anything else is an internal error, reported by :func:`main`."""
+    from rubriq.config import ConfigError
+    from rubriq.targets import TargetError
+
+    try:
+        yield
+    except (typer.Exit, typer.Abort, TyperException):
+        raise
+    except (ConfigError, TargetError, ValueError, OSError, RuntimeError, LookupError) as exc:
+        fail(str(exc) or type(exc).__name__, flag, code)
+
+
+def _table(title: str | None, *columns: str, keep_whole: tuple[str, ...] = ()) -> Table:
+    """The one table style: a header rule, left-aligned title, cells that wrap (never cut);
+    ``keep_whole`` columns (names a flag needs) never wrap."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, expand=False)
+    for name in columns:
+        table.add_column(name, no_wrap=name in keep_whole, overflow="fold")
+    return table
+
+
+def quiet_libraries(verbose: bool) -> None:
+    """Library warnings, progress bars and per-step dicts off the console unless ``verbose``;
+    RubriQ's own log lines (INFO) stay."""
+    import os
+    import warnings
+
+    # the console script's own handler (a no-op under pytest or an embedding program's logging)
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr)
+    for name in ("transformers", "datasets", "accelerate", "peft", "trl", "qiskit", "httpx", "urllib3", "gradio",
+                 "huggingface_hub", "matplotlib", "numba"):
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
+    if verbose:
+        return
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    warnings.filterwarnings("ignore", message=".*[Tt]ranspile.*level.*")  # qiskit-ionq IonQTranspileLevelWarning
+    warnings.filterwarnings("ignore", module="transformers|trl|peft|accelerate|qiskit_ionq|torch")
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"rubriq {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Library warnings and tracebacks on the console."),
+) -> None:
+    """RubriQ: rubric-rewarded quantum circuit synthesis. Exit codes: 0 done, 1 failed result,
+    2 usage or input error."""
+    STATE["verbose"] = verbose
+    quiet_libraries(verbose)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The ``rubriq`` console script: usage errors as one line, internal errors without a
+    traceback (unless ``--verbose``), documented exit codes."""
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        code = app(args=args, prog_name="rubriq", standalone_mode=False)
+    except TyperException as exc:  # a usage error found by the parser (unknown option, missing value ...)
+        ctx = getattr(exc, "ctx", None)
+        hint = f" ({ctx.command_path} -h for help)" if ctx is not None else ""
+        err.print(f"error: {' '.join(exc.format_message().split())}{hint}", markup=False, soft_wrap=True)
+        return EXIT_USAGE
+    except (typer.Abort, KeyboardInterrupt):
+        err.print("interrupted", markup=False)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the console script never shows a raw traceback by default
+        if STATE["verbose"] or "--verbose" in args or "-v" in args:
+            traceback.print_exc()
+        err.print(f"error: internal: {type(exc).__name__}: {' '.join(str(exc).split())} (rerun with --verbose "
+                  "for the traceback; please report it)", markup=False, soft_wrap=True)
+        return EXIT_FAILED
+    return code if isinstance(code, int) else EXIT_OK
+
+
+# -- shared option checks -----------------------------------------------------------------------
 def _parse_params(items: list[str]) -> dict:
     """`key=value` pairs (rubriq.targets.parse_params), errors reported against --param."""
     from rubriq.targets import TargetError, parse_params
@@ -24,57 +177,92 @@ def _parse_params(items: list[str]) -> dict:
     try:
         return parse_params(items)
     except TargetError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--param") from None
+        fail(str(exc), "--param")
 
 
-def _read_input(path: str) -> str:
+def _read_input(path: str, flag: str = "FILE", allow_empty: bool = True) -> str:
+    from rubriq.extract.files import InputError, read_text_file
+
     if path == "-":
         return sys.stdin.read()
-    p = Path(path)
-    if not p.is_file():
-        raise typer.BadParameter(f"no such file: {path}", param_hint="FILE")
-    return p.read_text(encoding="utf-8", errors="replace")
+    try:
+        return read_text_file(path, allow_empty=allow_empty)
+    except InputError as exc:
+        fail(str(exc), flag)
 
 
-@app.command()
+def _check_target(name: str | None, qubits: int | None, flag: str = "--target") -> None:
+    from rubriq.targets import TARGETS
+
+    if name is not None:
+        check(name in TARGETS, flag, f"unknown target {name!r}; known: {', '.join(TARGETS)} (rubriq targets)")
+    if qubits is not None:
+        check(qubits >= 1, "--qubits", f"must be >= 1, got {qubits}")
+
+
+def _check_model(model: str, flag: str = "--model") -> None:
+    from rubriq.evaluation.evaluate import check_policy
+    from rubriq.training.models import ModelUnavailable
+
+    try:
+        check_policy(model)
+    except ModelUnavailable as exc:
+        fail(str(exc), flag)
+
+
+FORMATS = ("qasm2", "qasm3", "python")
+
+
+# -- score ----------------------------------------------------------------------------------------
+@app.command(context_settings=CONTEXT)
 def score(
-    file: str = typer.Argument(..., help="Completion or circuit file (QASM, Python, or LLM text); '-' for stdin."),
-    target: str = typer.Option(..., "--target", "-t", help="Target algorithm (see `rubriq targets`)."),
-    qubits: Optional[int] = typer.Option(None, "--qubits", "-n", help="Number of qubits of the target."),
-    param: list[str] = typer.Option([], "--param", "-p", help="Target parameter key=value (repeatable)."),
-    target_qasm: Optional[Path] = typer.Option(None, help="QASM file of the target circuit (--target circuit)."),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", help="Rubric YAML (configs/rubric_default.yaml)."),
+    file: str = typer.Argument(..., metavar="FILE", help="Completion or circuit file (QASM, Python, or LLM text); "
+                                                         "'-' for stdin."),
+    target: str = typer.Option(..., "--target", "-t", metavar="NAME", help="Target algorithm (rubriq targets)."),
+    qubits: Optional[int] = typer.Option(None, "--qubits", "-q", metavar="N", help="Number of qubits of the target."),
+    param: list[str] = typer.Option([], "--param", "-p", metavar="KEY=VALUE",
+                                    help="Target parameter (repeatable)."),
+    target_qasm: Optional[Path] = typer.Option(None, metavar="FILE", help="QASM file of the target circuit "
+                                                                          "(--target circuit)."),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", metavar="YAML",
+                                          help="Rubric YAML (configs/rubric_default.yaml)."),
     as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
 ) -> None:
-    """Score one completion with the rubric and print the breakdown."""
-    from rubriq.config import ConfigError, RubricConfig
+    """Score one completion with the rubric and print the breakdown. Exit 0: scored; 1: nothing
+    could be parsed or scored (the reason is printed); 2: bad input."""
+    from rubriq.config import RubricConfig
+    from rubriq.evaluation.metrics import is_correct
     from rubriq.evaluator import RubriQEvaluator
-    from rubriq.targets import TargetError
 
+    _check_target(target, qubits)
+    params = _parse_params(param)
+    if target_qasm is not None:
+        params["qasm"] = _read_input(str(target_qasm), "--target-qasm", allow_empty=False)
+    elif target == "circuit":
+        fail("--target circuit needs the target circuit: --target-qasm FILE", "--target-qasm")
     text = _read_input(file)
-    try:
+    with reported(flag="--config"):
         cfg = RubricConfig.from_yaml(config) if config else RubricConfig()
-        params = _parse_params(param)
-        if target_qasm is not None:
-            params["qasm"] = target_qasm.read_text(encoding="utf-8")
+    with reported():
         evaluator = RubriQEvaluator(target_algorithm=target, num_qubits=qubits, config=cfg, **params)
-    except (ConfigError, TargetError, OSError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
     result = evaluator.evaluate(text)
+    threshold = cfg.fidelity.correct_threshold
+    correct = is_correct(result.to_dict(), 1 - threshold)
     if as_json:
-        print(json.dumps(result.to_dict(), indent=2))
-        return
-    _print_result(result)
+        print(json.dumps({**result.to_dict(), "correct": correct, "correct_threshold": threshold}, indent=2))
+    else:
+        _print_result(result, correct, threshold)
+    width = (result.target or {}).get("num_qubits")
+    if result.parsed and result.num_qubits is not None and width and result.num_qubits < width:
+        err.print(f"warning: the circuit has {result.num_qubits} qubits, the target {width}: it was scored against "
+                  f"the {width}-qubit target with the missing qubits left idle (identity)", markup=False, soft_wrap=True)
+    if result.error:
+        raise typer.Exit(EXIT_FAILED)
 
 
-def _print_result(result) -> None:
+def _print_result(result, correct: bool, threshold: float) -> None:
     title = f"RubriQ score: target {result.target.get('algorithm')} ({result.target.get('num_qubits')} qubits)"
-    table = Table(title=title, show_lines=False)
-    table.add_column("dimension")
-    table.add_column("score", justify="right")
-    table.add_column("weight", justify="right")
-    table.add_column("detail")
+    table = _table(title, "dimension", "score", "weight", "detail", keep_whole=("dimension",))
     details = {
         "clifford": f"{result.num_gates} gates as written" if result.parsed else "",
         "tcount": f"T(c) = {result.t_count}" if result.t_count is not None else "",
@@ -84,181 +272,174 @@ def _print_result(result) -> None:
                      f"F_state = {result.process_fidelity:.10f}" if result.fidelity_kind else ""),
         "efficiency": f"depth {result.depth}, {result.num_qubits} qubits" if result.depth is not None else "",
     }
-    for name in ("clifford", "tcount", "hardware", "fidelity", "efficiency"):
+    for name, value in result.scores.items():
         weight = result.weights.get(name)
-        table.add_row(name, f"{result.scores[name]:.4f}", "" if weight is None else f"{weight:.2f}", details[name])
-    table.add_row("[bold]reward[/bold]", f"[bold]{result.reward:.4f}[/bold]", "", "")
+        table.add_row(name, f"{value:.4f}", "" if weight is None else f"{weight:.2f}", escape(details.get(name, "")))
+    table.add_row("reward", f"{result.reward:.4f}", "", "R = sum of weight x score")
     console.print(table)
     if result.error:
-        console.print(f"[red]{result.error_type} error:[/red] {result.error}")
-    else:
-        console.print(f"extracted by: {result.strategy}")
+        console.print(f"not scored ({result.error_type} error): {result.error}", markup=False, soft_wrap=True)
+        return
+    f = result.average_fidelity
+    verdict = "CORRECT" if correct else "NOT CORRECT"
+    console.print(f"{verdict}: F_avg = {f:.6f} {'>=' if correct else '<'} {threshold} (the correctness threshold); "
+                  f"reward {result.reward:.4f}. The reward is a weighted sum: a wrong circuit can score close to a "
+                  "correct one (README, 'Reading a score')." if f is not None else f"{verdict}: no fidelity",
+                  markup=False)
+    console.print(f"extracted by: {result.strategy}", markup=False)
     if result.hardware:
-        hw = Table(title="hardware fit per backend")
-        for col in ("backend", "S_H", "fits qubits", "fits depth", "native frac", "swaps"):
-            hw.add_column(col)
+        hw = _table("hardware fit per backend", "backend", "S_H", "fits qubits", "fits depth", "native frac",
+                    "swaps", keep_whole=("backend",))
         for name, row in result.hardware.items():
             hw.add_row(name, f"{row['score']:.4f}", str(row["fits_qubits"]), str(row["fits_depth"]),
                        f"{row['native_fraction']:.2f}", "-" if row["swaps"] is None else str(row["swaps"]))
         console.print(hw)
 
 
-@app.command()
+# -- targets --------------------------------------------------------------------------------------
+@app.command(context_settings=CONTEXT)
 def targets() -> None:
-    """List the target algorithms and their parameters."""
+    """List the target algorithms and their parameters (--param KEY=VALUE)."""
     from rubriq.targets import TARGETS
 
-    table = Table(title="RubriQ targets")
-    table.add_column("name", no_wrap=True)
-    table.add_column("kind")
-    table.add_column("qubits")
-    table.add_column("what")
-    table.add_column("parameters")
+    table = _table("RubriQ targets", "target", "qubits", "what it is; parameters", keep_whole=("target",))
     for name, cls in TARGETS.items():
-        qubit_range = "from the QASM" if name == "circuit" else f"{cls.min_qubits}-{cls.max_qubits}"
-        params = "\n".join(f"{k}: {v}" for k, v in cls.parameters.items()) or "-"
-        table.add_row(name, cls.kind, qubit_range, cls.summary, params)
+        qubit_range = "any" if name == "circuit" else f"{cls.min_qubits}-{cls.max_qubits}"
+        params = "".join(f"\n  {k}: {v}" for k, v in cls.parameters.items())
+        table.add_row(f"{name}\n({cls.kind})", qubit_range, escape(cls.summary + params))
+        table.add_row("", "", "")
     console.print(table)
 
 
-data_app = typer.Typer(help="Build prompt datasets and fetch circuit collections.", no_args_is_help=True)
+# -- data -----------------------------------------------------------------------------------------
+data_app = typer.Typer(help="Build prompt datasets and fetch circuit collections.", no_args_is_help=True,
+                       context_settings=CONTEXT)
 app.add_typer(data_app, name="data")
 
 
 @data_app.command("build")
 def data_build(
-    out: Path = typer.Option(Path("data"), "--out", help="Output folder."),
+    out: Path = typer.Option(Path("data"), "--out", metavar="DIR", help="Output folder."),
     small: bool = typer.Option(False, "--small", help="A few rows per family (tests, quickstart)."),
-    collections: str = typer.Option("tcount,mqt,qiskit-arith", help="Rewrite collections, comma-separated."),
-    suite_dir: Optional[Path] = typer.Option(None, help="Folder of the T-count suite's .qasm files."),
-    seed: int = typer.Option(42, help="Split and sampling seed."),
+    collections: str = typer.Option("tcount,mqt,qiskit-arith", metavar="LIST",
+                                    help="Rewrite collections, comma-separated (tcount, mqt, qiskit-arith)."),
+    suite_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Folder of the T-count suite's .qasm files."),
+    seed: int = typer.Option(42, metavar="N", help="Split and sampling seed."),
 ) -> None:
     """Write the synthesis prompt dataset and the rewrite-with-fewer-T datasets (split by target:
-    no target in two splits)."""
-    from rubriq.data import build_all
+    no target in two splits). A collection that is not on this machine is skipped, with how to
+    get it."""
+    from rubriq.data import COLLECTIONS, build_all
 
     names = tuple(c.strip() for c in collections.split(",") if c.strip())
-    try:
+    unknown = [c for c in names if c not in COLLECTIONS]
+    check(not unknown, "--collections", f"unknown collection(s) {', '.join(unknown)}; use {', '.join(COLLECTIONS)}")
+    check(suite_dir is None or suite_dir.is_dir(), "--suite-dir", f"no folder {suite_dir}")
+    check(not out.is_file(), "--out", f"{out} is a file, not a folder")
+    with reported():
         report = build_all(out, small=small, collections=names, suite_dir=suite_dir, seed=seed)
-    except (FileNotFoundError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
-    table = Table(title=f"datasets written to {out}")
-    for col in ("dataset", "rows (train/val/test)", "targets (train/val/test)", "T0 buckets: selected/available",
-                "skipped"):
-        table.add_column(col)
+    table = _table(f"datasets written to {out}", "dataset", "rows train/val/test", "targets train/val/test",
+                   "T0 buckets selected/available", "skipped", keep_whole=("dataset",))
     for name, info in report.items():
-        rows, targets = info["rows"], info["targets"]
+        if name == "unavailable":
+            continue
+        rows, tgts = info["rows"], info["targets"]
         buckets = "" if name == "prompts" else ", ".join(
             f"{b}: {v['selected']}/{v['available']}" for b, v in info["buckets"].items())
         skipped = "" if name == "prompts" else ", ".join(f"{k}: {v}" for k, v in info["skipped"].items())
         table.add_row(name, *("/".join(str(counts.get(k, 0)) for k in ("train", "validation", "test"))
-                              for counts in (rows, targets)), buckets, skipped)
+                              for counts in (rows, tgts)), buckets, escape(skipped))
     console.print(table)
+    for name, why in report.get("unavailable", {}).items():
+        console.print(f"skipped collection {name}: {why}", markup=False, soft_wrap=True)
 
 
 @data_app.command("fetch")
 def data_fetch(
-    what: str = typer.Argument(..., help="tcount-suite"),
-    dest: Optional[Path] = typer.Option(None, help="Destination folder (default ~/.cache/rubriq/tcount_suite)."),
+    what: str = typer.Argument(..., metavar="COLLECTION", help="tcount-suite"),
+    dest: Optional[Path] = typer.Option(None, metavar="DIR", help="Destination (default ~/.cache/rubriq/tcount_suite)."),
 ) -> None:
-    """Download a public circuit collection."""
+    """Download a public circuit collection (needs network)."""
     from rubriq.data.suites import fetch_tcount_suite
 
-    if what != "tcount-suite":
-        err.print(f"[red]error:[/red] unknown collection {what!r}; available: tcount-suite")
-        raise typer.Exit(2)
-    try:
+    check(what == "tcount-suite", "COLLECTION", f"unknown collection {what!r}; available: tcount-suite")
+    with reported(code=EXIT_FAILED):
         path = fetch_tcount_suite(dest)
-    except RuntimeError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1)
     console.print(f"T-count suite in {path}")
 
 
-@app.command()
+# -- baselines ------------------------------------------------------------------------------------
+@app.command(context_settings=CONTEXT)
 def baselines(
-    suite: str = typer.Option("tcount", help="tcount | mqt | qiskit-arith | prompts"),
-    methods: str = typer.Option("qiskit,tket,pyzx,best", help="Comma-separated: qiskit, tket, pyzx, best (the "
-                                                             "verified minimum of all, plus PyZX then TKET/Qiskit)."),
-    out: Path = typer.Option(Path("results/baselines"), help="Output folder (baselines.csv, baselines.md)."),
-    suite_dir: Optional[Path] = typer.Option(None, help="Folder of the T-count suite's .qasm files."),
-    published: Optional[Path] = typer.Option(None, help="published_tcounts.csv to show as reference columns."),
-    max_t0: Optional[int] = typer.Option(None, help="Only circuits with T0 <= this."),
-    limit: Optional[int] = typer.Option(None, help="At most this many circuits (stratified, seed 42)."),
-    route_timeout: float = typer.Option(180.0, help="Seconds per compiler route (compile + verify); a timed-out "
-                                                    "route is recorded as such, the other routes still count."),
-    workers: int = typer.Option(0, help="Worker processes (0 = one per core)."),
+    suite: str = typer.Option("tcount", metavar="NAME", help="tcount | mqt | qiskit-arith | prompts"),
+    methods: str = typer.Option("qiskit,tket,pyzx,best", metavar="LIST",
+                                help="Comma-separated: qiskit, tket, pyzx, best (the verified minimum of all, plus "
+                                     "PyZX then TKET/Qiskit)."),
+    out: Path = typer.Option(Path("runs/baselines"), metavar="DIR", help="Output folder (baselines.csv, "
+                                                                         "baselines.md)."),
+    suite_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Folder of the T-count suite's .qasm files."),
+    published: Optional[Path] = typer.Option(None, metavar="CSV", help="published_tcounts.csv: reference columns."),
+    max_t0: Optional[int] = typer.Option(None, metavar="N", help="Only circuits with T0 <= N."),
+    limit: Optional[int] = typer.Option(None, metavar="N", help="At most N circuits (stratified, seed 42)."),
+    route_timeout: float = typer.Option(180.0, metavar="SECONDS", help="Per compiler route (compile + verify); a "
+                                        "timed-out route is recorded, the other routes still count."),
+    workers: int = typer.Option(0, metavar="N", help="Worker processes (0 = one per core)."),
     resume: bool = typer.Option(False, help="Skip (circuit, method) cells already in OUT/baselines.csv."),
 ) -> None:
-    """Run the compiler baselines (Qiskit O3, TKET, PyZX, best) with equivalence checks."""
-    import csv as _csv
+    """Run the compiler baselines (Qiskit, TKET, PyZX, best) with equivalence checks."""
     import os
 
-    from rubriq.baselines.runner import load_done, run_suite, write_reports
+    from rubriq.baselines.compilers import METHODS
+    from rubriq.baselines.runner import load_done, load_published, run_suite, write_reports
     from rubriq.data.suites import load_collection, stratify
 
-    if route_timeout <= 0:
-        raise typer.BadParameter("must be > 0 seconds", param_hint="--route-timeout")
-    if workers < 0:
-        raise typer.BadParameter("must be >= 0 (0 = one per core)", param_hint="--workers")
-    for flag, value in (("--limit", limit), ("--max-t0", max_t0)):
-        if value is not None and value < 0:
-            raise typer.BadParameter("must be >= 0", param_hint=flag)
+    suites = ("tcount", "mqt", "qiskit-arith", "prompts")
+    check(suite in suites, "--suite", f"unknown suite {suite!r}; use {', '.join(suites)}")
     method_list = [m.strip() for m in methods.split(",") if m.strip()]
-    try:
-        if suite == "prompts":
-            circuits = _prompt_reference_circuits()
-        else:
-            circuits = load_collection(suite, suite_dir)
-    except (FileNotFoundError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
-    if max_t0 is not None:
-        circuits = [c for c in circuits if c.t0 <= max_t0]
-    if limit is not None:
-        circuits, _ = stratify(circuits, total=limit)
+    unknown = [m for m in method_list if m not in METHODS]
+    check(bool(method_list) and not unknown, "--methods",
+          f"unknown method(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(METHODS)}")
+    check(route_timeout > 0, "--route-timeout", f"must be > 0 seconds, got {route_timeout}")
+    check(workers >= 0, "--workers", f"must be >= 0 (0 = one per core), got {workers}")
+    check(limit is None or limit >= 1, "--limit", f"must be >= 1, got {limit}")
+    check(max_t0 is None or max_t0 >= 0, "--max-t0", f"must be >= 0, got {max_t0}")
+    check(suite_dir is None or suite_dir.is_dir(), "--suite-dir", f"no folder {suite_dir}")
     reference: dict[str, dict] = {}
     columns: tuple[str, ...] = ()
     if published is not None:
-        with open(published, encoding="utf-8") as fh:
-            reference = {r["circuit"]: r for r in _csv.DictReader(fh)}
-        # the gadgetized columns use extra ancillas (a different problem): shown, marked, never compared
-        columns = ("PyZX", "Tpar", "Nam", "Feynman", "ATQ_gadgetized", "polytof_gadgetized")
+        with reported(flag=None):
+            reference, columns = load_published(published)
+    with reported():
+        circuits = load_collection(suite, suite_dir)
+    if max_t0 is not None:
+        circuits = [c for c in circuits if c.t0 <= max_t0]
+    check(bool(circuits), "--max-t0", f"no circuit of {suite} has T0 <= {max_t0}")
+    if limit is not None:
+        circuits, _ = stratify(circuits, total=limit)
     title = f"Compiler baselines: {suite}"
     done = load_done(out / "baselines.csv", method_list) if resume else {}
     if done:
         console.print(f"resuming: {len(done)} (circuit, method) cells already in {out / 'baselines.csv'}")
-    try:
+    with reported():
         rows = run_suite(circuits, method_list, reference, route_timeout_s=route_timeout,
                          workers=workers or os.cpu_count() or 1, done=done,
-                         on_row=lambda finished: write_reports(finished, method_list, out, title + " (in progress)",
-                                                               columns))
-    except ValueError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
+                         on_row=lambda finished: write_reports(finished, method_list, out,
+                                                               title + " (in progress)", columns))
     csv_path, md_path = write_reports(rows, method_list, out, title, columns)
+    table = _table(title, "circuit", "T0", *method_list, keep_whole=("circuit",))
+    for row in rows:
+        cells = []
+        for m in method_list:
+            res = row.results.get(m)
+            cells.append("-" if res is None else f"{res.t}" + ("" if res.verified else f" ({res.verdict})")
+                         if res.t is not None else res.verdict)
+        table.add_row(row.circuit.name, str(row.circuit.t0), *cells)
+    console.print(table)
     console.print(f"wrote {csv_path} and {md_path}")
 
 
-def _prompt_reference_circuits():
-    from rubriq.data.prompts import synthesis_targets
-    from rubriq.data.suites import NotCliffordT, make_entry, to_clifford_t
-
-    import hashlib
-
-    out = []
-    for target in synthesis_targets():
-        tag = hashlib.sha256(json.dumps(target.spec(), sort_keys=True).encode()).hexdigest()[:8]
-        try:
-            out.append(make_entry("prompts", f"{target.name}_{target.num_qubits}_{tag}",
-                                  to_clifford_t(target.reference_circuit()), "reference circuit"))
-        except NotCliffordT:
-            continue
-    return out
-
-
-@app.command()
+# -- doctor ---------------------------------------------------------------------------------------
+@app.command(context_settings=CONTEXT)
 def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Start a sandbox worker and report which isolation layers hold on this machine, and the
     seccomp allow-list. Exit code 1 when a layer is missing."""
@@ -268,117 +449,123 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
     try:
         report = sandbox_doctor()
     except SandboxUnavailable as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(1)
+        fail(str(exc), code=EXIT_FAILED)
     if as_json:
         print(json.dumps(report, indent=2))
-        raise typer.Exit(0 if all(report["active"].values()) else 1)
-    table = Table(title=f"RubriQ sandbox layers (euid {report.get('euid')}, child's host uid "
-                        f"{report.get('outside_uid')}, Python {report.get('python')})")
-    table.add_column("layer", no_wrap=True)
-    table.add_column("holds")
-    table.add_column("why not")
+        raise typer.Exit(EXIT_OK if all(report["active"].values()) else EXIT_FAILED)
+    table = _table(f"RubriQ sandbox layers (euid {report.get('euid')}, child's host uid {report.get('outside_uid')}, "
+                   f"Python {report.get('python')})", "layer", "holds", "why not", keep_whole=("layer",))
     for name, active in report["active"].items():
-        table.add_row(name, "[green]yes[/green]" if active else "[yellow]no[/yellow]", report["why"].get(name, ""))
+        table.add_row(name, "yes" if active else "NO", escape(report["why"].get(name, "")))
     console.print(table)
     sc = report.get("seccomp") or {}
     if sc:
         console.print(f"seccomp: default {sc['default']}; other architectures and x32: "
-                      f"{sc['other architectures and x32']}; ENOSYS: {', '.join(sc['ENOSYS'])}", highlight=False)
-        console.print("allowed: " + ", ".join(sc["allowed"]), highlight=False)
+                      f"{sc['other architectures and x32']}; ENOSYS: {', '.join(sc['ENOSYS'])}", markup=False)
+        console.print("allowed: " + ", ".join(sc["allowed"]), markup=False)
         for name, condition in sc["allowed with conditions"].items():
-            console.print(f"allowed if {condition}: {name}", highlight=False, markup=False)
+            console.print(f"allowed if {condition}: {name}", markup=False)
     console.print("See SECURITY.md for what each layer does and what holds when one is missing.")
     if not all(report["active"].values()):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FAILED)
 
 
-train_app = typer.Typer(help="Train a policy (GRPO, Sparse-GRPO, Sparse-PPO, ablations).", no_args_is_help=True)
+# -- train ----------------------------------------------------------------------------------------
+train_app = typer.Typer(help="Train a policy (GRPO, Sparse-GRPO, Sparse-PPO, ablations).", no_args_is_help=True,
+                        context_settings=CONTEXT)
 app.add_typer(train_app, name="train")
+LAUNCHERS = ("python", "accelerate")
 
 
 @train_app.command("run")
 def train_run(
-    config: Path = typer.Argument(..., help="Training YAML (configs/rubriq_grpo.yaml, configs/variants/...)."),
-    launcher: str = typer.Option("python", help="python (one process) or accelerate."),
-    num_processes: int = typer.Option(1, help="Processes over all machines (GPUs)."),
-    num_machines: int = typer.Option(1, help="Machines (multi-node needs --main-process-ip)."),
-    machine_rank: int = typer.Option(0, help="Rank of this machine."),
-    main_process_ip: Optional[str] = typer.Option(None, help="Rank-0 host for multi-node runs."),
-    accelerate_config: Optional[Path] = typer.Option(None, help="e.g. configs/accelerate/deepspeed_zero2.yaml"),
+    config: Path = typer.Argument(..., metavar="YAML", help="Training YAML (configs/rubriq_grpo.yaml, "
+                                                            "configs/variants/...)."),
+    launcher: str = typer.Option("python", metavar="NAME", help="python (one process) or accelerate."),
+    num_processes: int = typer.Option(1, metavar="N", help="Processes over all machines (GPUs)."),
+    num_machines: int = typer.Option(1, metavar="N", help="Machines (multi-node needs --main-process-ip)."),
+    machine_rank: int = typer.Option(0, metavar="N", help="Rank of this machine."),
+    main_process_ip: Optional[str] = typer.Option(None, metavar="HOST", help="Rank-0 host for multi-node runs."),
+    accelerate_config: Optional[Path] = typer.Option(None, metavar="YAML",
+                                                     help="e.g. configs/accelerate/deepspeed_zero2.yaml"),
     cpu: bool = typer.Option(False, "--cpu", help="Run the accelerate processes on CPUs (gloo): tests, debugging."),
-    main_process_port: int = typer.Option(29500, help="Rendezvous port of rank 0."),
+    main_process_port: int = typer.Option(29500, metavar="PORT", help="Rendezvous port of rank 0."),
     resume: bool = typer.Option(False, help="Continue from the last checkpoint in output_dir."),
-    max_steps: Optional[int] = typer.Option(None, help="Override the RL max_steps."),
+    max_steps: Optional[int] = typer.Option(None, metavar="N", help="Override the RL max_steps."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, print the command, run nothing."),
 ) -> None:
-    """Train with the entry point rubriq/training/train_rubriq.py (here or under accelerate)."""
+    """Train with the entry point rubriq/training/train_rubriq.py (here or under accelerate; for
+    Slurm, sbatch scripts/submit_rubriq_perlmutter.slurm)."""
     import subprocess
 
-    from rubriq.config import ConfigError
-    from rubriq.training.config import TrainSettings
     from rubriq.training.launch import LaunchSettings, as_shell, check_runnable, launch_command
 
+    check(launcher in LAUNCHERS, "--launcher", f"unknown launcher {launcher!r}; use python or accelerate (Slurm: "
+                                               "sbatch scripts/submit_rubriq_perlmutter.slurm)")
+    check(num_processes >= 1, "--num-processes", f"must be >= 1, got {num_processes}")
+    check(num_machines >= 1, "--num-machines", f"must be >= 1, got {num_machines}")
+    check(0 <= machine_rank < num_machines, "--machine-rank", f"must be in 0..{num_machines - 1}, got {machine_rank}")
+    check(1 <= main_process_port <= 65535, "--main-process-port", f"{main_process_port} is not a TCP port")
+    check(max_steps is None or max_steps >= 1, "--max-steps", f"must be >= 1, got {max_steps}")
+    check(config.is_file(), "YAML", f"no such file: {config}")
+    check(accelerate_config is None or accelerate_config.is_file(), "--accelerate-config",
+          f"no such file: {accelerate_config}")
     launch = LaunchSettings(launcher, num_processes, num_machines, machine_rank, main_process_ip, main_process_port,
                             accelerate_config=str(accelerate_config) if accelerate_config else None, cpu=cpu)
-    try:
-        settings = TrainSettings.from_yaml(config)
+    with reported():
         cmd = launch_command(config, launch, resume=resume, max_steps=max_steps)
-    except (ConfigError, OSError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
+    from rubriq.training.config import TrainSettings
+
+    with reported(flag=str(config)):
+        settings = TrainSettings.from_yaml(config)
     if dry_run:
         console.print(f"config ok: {config} ({settings.algorithm}, reward {settings.reward.kind}, "
-                      f"model {settings.model.name_or_path}, output {settings.output_dir})")
+                      f"model {settings.model.name_or_path}, output {settings.output_dir})", markup=False)
         print(as_shell(cmd))
         return
-    try:
+    with reported():
         check_runnable(launch)
-    except (RuntimeError, FileNotFoundError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
     raise typer.Exit(subprocess.call(cmd))
 
 
 @train_app.command("variants")
 def train_variants(
-    base: Path = typer.Option(Path("configs/rubriq_grpo.yaml"), help="The config the variants start from."),
-    out: Path = typer.Option(Path("configs/variants"), help="Folder for the variant YAML files."),
-    delta: float = typer.Option(0.05, help="Weight step of the sensitivity grid."),
+    base: Path = typer.Option(Path("configs/rubriq_grpo.yaml"), metavar="YAML", help="The config the variants "
+                                                                                     "start from."),
+    out: Path = typer.Option(Path("runs/variants"), metavar="DIR", help="Folder for the variant YAML files (the "
+                             "committed ones: --out configs/variants)."),
+    delta: float = typer.Option(0.05, metavar="STEP", help="Weight step of the sensitivity grid."),
 ) -> None:
     """Write Sparse-GRPO, Sparse-PPO, no-w_H/T/E and the +/-delta weight grid as YAML files."""
-    from rubriq.config import ConfigError
     from rubriq.training.variants import write_variants
 
-    try:
+    check(base.is_file(), "--base", f"no such file: {base}")
+    check(0 < delta < 1, "--delta", f"must be in (0, 1), got {delta}")
+    with reported():
         paths = write_variants(base, out, delta)
-    except (ConfigError, OSError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
-    console.print(f"wrote {len(paths)} variants to {out}: " + ", ".join(p.stem for p in paths))
+    console.print(f"wrote {len(paths)} variants to {out}: " + ", ".join(p.stem for p in paths), markup=False)
 
 
-study_app = typer.Typer(help="Studies that measure what training does (docs/studies.md).", no_args_is_help=True)
+# -- study ----------------------------------------------------------------------------------------
+study_app = typer.Typer(help="Studies that measure what training does (docs/studies.md).", no_args_is_help=True,
+                        context_settings=CONTEXT)
 app.add_typer(study_app, name="study")
 
 
 @study_app.command("convergence")
 def study_convergence(
-    config: Path = typer.Argument(..., help="Study YAML (configs/studies/convergence_cpu.yaml)."),
-    out: Optional[Path] = typer.Option(None, help="Output folder (default: the study's output_dir)."),
-    arm: Optional[list[str]] = typer.Option(None, help="Run only this arm (repeatable); default: all."),
-    seed: Optional[list[int]] = typer.Option(None, help="Run only this seed (repeatable); default: all."),
+    config: Path = typer.Argument(..., metavar="YAML", help="Study YAML (configs/studies/convergence_cpu.yaml)."),
+    out: Optional[Path] = typer.Option(None, metavar="DIR", help="Output folder (default: the study's output_dir)."),
+    arm: Optional[list[str]] = typer.Option(None, metavar="NAME", help="Run only this arm (repeatable)."),
+    seed: Optional[list[int]] = typer.Option(None, metavar="N", help="Run only this seed (repeatable)."),
     summary_only: bool = typer.Option(False, "--summary-only", help="Rewrite the summary from finished arm-seeds."),
 ) -> None:
     """Rubric vs gated rubric vs sparse reward vs no RL from one warm-start, over seeds, evaluated on
     held-out targets by sampling. Resumable: finished arm-seeds are skipped."""
-    import logging
-
-    from rubriq.config import ConfigError
     from rubriq.studies import convergence
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    try:
+    check(config.is_file(), "YAML", f"no such file: {config}")
+    with reported():
         if summary_only:
             study = convergence.StudySettings.from_yaml(config)
             folder = out or Path(study.output_dir)
@@ -387,36 +574,56 @@ def study_convergence(
             report = convergence.write_summary(folder, study, n)
         else:
             report = convergence.run(config, out, arm or None, seed or None,
-                                     progress=lambda m: console.print(f"[bold]study:[/] {m}"))
-    except (ConfigError, OSError, RuntimeError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
-    console.print(f"[green]summary:[/] {report}")
+                                     progress=lambda m: console.print(f"study: {m}", markup=False))
+    console.print(f"summary: {report}", markup=False)
 
 
+# -- hardware -------------------------------------------------------------------------------------
 hardware_app = typer.Typer(help="Transpile and run circuits on IBM / IonQ or their offline emulation.",
-                           no_args_is_help=True)
+                           no_args_is_help=True, context_settings=CONTEXT)
 app.add_typer(hardware_app, name="hardware")
 
 
 @hardware_app.command("run")
 def hardware_run(
-    circuits: list[Path] = typer.Argument(..., help=".qasm files, folders, or an evaluation JSONL."),
-    backend: list[str] = typer.Option(["ibm_eagle"], help="Catalog backend (repeatable)."),
-    shots: int = typer.Option(4096, help="Shots per circuit."),
-    top_k: int = typer.Option(5, help="Circuits taken from an evaluation JSONL (best correct by reward)."),
-    threshold: float = typer.Option(0.05, help="KL flag threshold in nats (the paper's 0.05)."),
-    out: Path = typer.Option(Path("results/hardware"), help="results.json, jobs.json, kl.png"),
+    circuits: list[Path] = typer.Argument(..., metavar="PATH...", help=".qasm / .py files, folders of .qasm, or an "
+                                                                       "evaluation records.jsonl."),
+    backend: list[str] = typer.Option(["ibm_eagle"], metavar="NAME", help="Catalog backend (repeatable; rubriq "
+                                                                          "hardware backends)."),
+    shots: int = typer.Option(4096, metavar="N", help="Shots per circuit."),
+    top_k: int = typer.Option(5, metavar="K", help="Circuits taken from an evaluation JSONL (best correct by reward)."),
+    threshold: float = typer.Option(0.05, metavar="NATS", help="KL flag threshold (the paper's 0.05)."),
+    seed: int = typer.Option(42, metavar="N", help="Transpiler and emulator seed."),
+    out: Path = typer.Option(Path("runs/hardware"), metavar="DIR", help="results.json, jobs.json, kl.png"),
     offline: bool = typer.Option(False, help="Emulate even when a provider token is set."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Transpile and print what would be sent."),
 ) -> None:
-    """The paper's hardware pipeline (same as python -m rubriq.hardware.submit_ibm_ionq)."""
-    from rubriq.hardware.submit_ibm_ionq import main as submit_main
+    """The paper's hardware pipeline (also: python -m rubriq.hardware.submit_ibm_ionq)."""
+    from rubriq.hardware.jobs import redact
+    from rubriq.hardware.submit_ibm_ionq import HardwareRun, check_options, load_circuits, write_results
 
-    argv = ["--circuits", *map(str, circuits), "--shots", str(shots), "--top-k", str(top_k), "--threshold",
-            str(threshold), "--out", str(out)] + [x for b in backend for x in ("--backend", b)]
-    argv += ["--offline"] * offline + ["--dry-run"] * dry_run
-    raise typer.Exit(submit_main(argv))
+    with reported():
+        check_options(backend, shots, top_k, threshold)
+    with reported(flag="PATH"):
+        loaded = load_circuits(circuits, top_k)
+    run = HardwareRun(backend, shots, seed, threshold, out, offline, dry_run,
+                      say=lambda m: err.print(m, markup=False, soft_wrap=True))
+    with reported():
+        rows = run.run(loaded)
+    table = _table("what would be sent (dry run)" if dry_run else "results", "backend", "circuit", "mode", "qubits",
+                   "depth", "2q gates", "SWAPs", "KL", keep_whole=("backend",))
+    for r in rows:
+        kl = r.get("kl")
+        table.add_row(r["backend"], escape(r["circuit"]), r["mode"], str(r["qubits"]), str(r["depth"]),
+                      str(r["two_qubit_gates"]), str(r["swaps_inserted"]),
+                      "-" if kl is None else f"{kl:.4f}" + (" > threshold" if r.get("flagged") else "")
+                      if r.get("status", "done") == "done" or kl is not None else f"pending ({r.get('status')})")
+    console.print(table)
+    if dry_run:
+        console.print("nothing sent; cost: see the IBM Quantum and IonQ pricing pages (IonQ bills per gate-shot)")
+        return
+    paths = write_results(rows, out, threshold)
+    console.print(redact("wrote " + ", ".join(str(p) for p in paths.values())), markup=False)
 
 
 @hardware_app.command("backends")
@@ -424,168 +631,273 @@ def hardware_backends() -> None:
     """The backend catalog: qubits, topology, native gates, depth budget, error rates and sources."""
     from rubriq.hardware.catalog import CATALOG, error_rates
 
-    table = Table(title="RubriQ backend catalog")
-    for col in ("backend", "device", "qubits", "topology", "native gates", "max depth", "e_1q", "e_2q", "e_readout",
-                "source"):
-        table.add_column(col)
+    table = _table("RubriQ backend catalog (names for --backend)", "backend", "device", "qubits", "topology",
+                   "max depth", "native gates", keep_whole=("backend",))
     for name, spec in CATALOG.items():
-        e = error_rates(name)
-        table.add_row(name, spec.family, str(spec.num_qubits), spec.topology, " ".join(sorted(spec.native_gates)),
-                      str(spec.max_depth), f"{e['error_1q']:.2e}", f"{e['error_2q']:.2e}", f"{e['error_readout']:.2e}",
-                      spec.source)
+        table.add_row(name, spec.family, str(spec.num_qubits), spec.topology, str(spec.max_depth),
+                      " ".join(sorted(spec.native_gates)))
     console.print(table)
+    rates = _table("error rates (emulation; sources below)", "backend", "e_1q", "e_2q", "e_readout",
+                   keep_whole=("backend",))
+    for name in CATALOG:
+        e = error_rates(name)
+        rates.add_row(name, f"{e['error_1q']:.2e}", f"{e['error_2q']:.2e}", f"{e['error_readout']:.2e}")
+    console.print(rates)
+    for name, spec in CATALOG.items():
+        console.print(f"{name}: {spec.source}", markup=False)
 
 
-@app.command()
+# -- evaluate, report, synthesize -----------------------------------------------------------------
+def _check_sampling(samples: int, temperature: float, max_new_tokens: int, samples_flag: str) -> None:
+    check(samples >= 1, samples_flag, f"must be >= 1, got {samples}")
+    check(temperature >= 0, "--temperature", f"must be >= 0, got {temperature}")
+    check(temperature > 0 or samples == 1, samples_flag, f"{samples} samples need --temperature > 0 (greedy decoding "
+                                                         "gives one distinct completion)")
+    check(max_new_tokens >= 1, "--max-new-tokens", f"must be >= 1, got {max_new_tokens}")
+
+
+@app.command(context_settings=CONTEXT)
 def evaluate(
-    model: str = typer.Option(..., help="Hub id, model or adapter folder, 'embedded', or 'tiny' (tests)."),
-    dataset: Path = typer.Option(Path("data/prompts"), help="Folder written by `rubriq data build`."),
-    split: str = typer.Option("test", help="Dataset split."),
-    samples: int = typer.Option(1, help="Completions per prompt (k of pass@k)."),
-    temperature: float = typer.Option(0.0, help="0: greedy (then samples must be 1)."),
-    max_new_tokens: int = typer.Option(512, help="Tokens per completion."),
-    max_prompts: int = typer.Option(0, help="Evaluate at most this many prompts (0: all)."),
-    eps: float = typer.Option(0.01, help="Correct: F_avg >= 1 - eps."),
-    baselines: str = typer.Option("", help="Compiler baselines on the same targets, e.g. 'qiskit,pyzx'."),
-    out: Path = typer.Option(Path("runs/eval"), help="records.jsonl, summary.json"),
+    model: str = typer.Option(..., metavar="MODEL", help="Model or adapter folder, hub id, 'embedded', or 'tiny'."),
+    dataset: Path = typer.Option(Path("data/prompts"), metavar="DIR", help="Folder written by rubriq data build."),
+    split: str = typer.Option("test", metavar="NAME", help="Dataset split (train, validation, test)."),
+    samples: int = typer.Option(1, "--samples", "-n", metavar="K", help="Completions per prompt (the k of pass@k)."),
+    temperature: float = typer.Option(0.0, metavar="T", help="0: greedy (then --samples must be 1)."),
+    max_new_tokens: int = typer.Option(512, metavar="N", help="Tokens per completion."),
+    max_prompts: int = typer.Option(0, metavar="N", help="Evaluate at most N prompts (0: all)."),
+    eps: float = typer.Option(0.01, metavar="EPS", help="Correct: F_avg >= 1 - EPS."),
+    baselines: str = typer.Option("", metavar="LIST", help="Compiler baselines on the same targets, e.g. qiskit,pyzx."),
+    out: Path = typer.Option(Path("runs/eval"), metavar="DIR", help="records.jsonl, summary.json"),
 ) -> None:
     """Sample a policy on a split and compute the paper's metrics (docs/metrics.md)."""
+    from rubriq.baselines.compilers import METHODS
     from rubriq.evaluation.evaluate import EvalRequest, run_evaluation
 
+    _check_sampling(samples, temperature, max_new_tokens, "--samples")
+    check(max_prompts >= 0, "--max-prompts", f"must be >= 0 (0: all), got {max_prompts}")
+    check(0 < eps < 1, "--eps", f"must be in (0, 1), got {eps}")
+    methods = tuple(m.strip() for m in baselines.split(",") if m.strip())
+    unknown = [m for m in methods if m not in METHODS]
+    check(not unknown, "--baselines", f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
+    check(dataset.is_dir(), "--dataset", f"no folder {dataset} (write one with rubriq data build)")
+    check((dataset / f"{split}.jsonl").is_file(), "--split", f"no split {split!r} in {dataset} (has: "
+          f"{', '.join(sorted(p.stem for p in dataset.glob('*.jsonl'))) or 'none'})")
+    _check_model(model)
+    _warn_style(model, dataset, split)
     req = EvalRequest(model=model, dataset=str(dataset), split=split, samples=samples, temperature=temperature,
                       max_new_tokens=max_new_tokens, max_prompts=max_prompts, eps=eps)
-    try:
-        summary = run_evaluation(req, out, baselines=tuple(m for m in baselines.split(",") if m))
-    except (ValueError, OSError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
+    with reported():
+        summary = run_evaluation(req, out, baselines=methods)
     s = summary["overall"]
-    table = Table(title=f"{model} on {dataset} [{split}] ({s['completions']} completions)")
-    for col in ("parse rate", "mean F_avg", "correct", "C (correct only)", "MNTC", "V", "pass@1", "mean reward",
-                "wrong rewarded", "trivial"):
-        table.add_column(col)
+    ks = sorted(int(k.removeprefix("pass@")) for k in s if k.startswith("pass@"))
+    table = _table(f"{model} on {dataset} [{split}] ({s['completions']} completions)", "metric", "value",
+                   keep_whole=("metric",))
     fmt = lambda v, d=3: "-" if v is None else f"{v:.{d}f}"  # noqa: E731
-    table.add_row(fmt(s["parse_rate"], 2), fmt(s["mean_fidelity"]), fmt(s["correct_rate"], 2), fmt(s["compression"], 2),
-                  fmt(s["mntc"]), fmt(s["violation_rate"], 2), fmt(s.get("pass@1"), 2), fmt(s["mean_reward"]),
-                  fmt(s["wrong_rewarded_rate"], 2), fmt(s["trivial_rate"], 2))
+    for label, value in (("parse rate", fmt(s["parse_rate"], 2)), ("mean F_avg", fmt(s["mean_fidelity"])),
+                         (f"correct (F_avg >= {1 - eps:g})", fmt(s["correct_rate"], 2)),
+                         ("C = T0/T over correct", fmt(s["compression"], 2)), ("MNTC", fmt(s["mntc"])),
+                         ("violation rate V", fmt(s["violation_rate"], 2)),
+                         *((f"pass@{k}", fmt(s.get(f"pass@{k}"), 2)) for k in ks),
+                         ("mean reward", fmt(s["mean_reward"])), ("wrong rewarded", fmt(s["wrong_rewarded_rate"], 2)),
+                         ("trivial", fmt(s["trivial_rate"], 2))):
+        table.add_row(label, value)
     console.print(table)
-    console.print(f"wrote {out / 'records.jsonl'} and {out / 'summary.json'}")
+    if summary.get("baselines"):
+        console.print(_baseline_table(summary["baselines"]))
+    console.print(f"wrote {out / 'records.jsonl'} and {out / 'summary.json'}", markup=False)
 
 
-@app.command()
+def _warn_style(model: str, dataset: Path, split: str) -> None:
+    """Warn when the dataset's prompts are not in the style the policy was trained with."""
+    from rubriq.evaluation.evaluate import prompt_style_of
+
+    first = (dataset / f"{split}.jsonl").read_text(encoding="utf-8").split("\n", 1)[0]
+    try:
+        prompt = json.loads(first).get("prompt") or [{}]
+    except ValueError:
+        return
+    style = "full" if prompt[0].get("role") == "system" else "compact"
+    trained = prompt_style_of(model)
+    if Path(model).is_dir() and style != trained:
+        err.print(f"warning: {dataset} has {style} prompts but {model} was trained on {trained} prompts (build the "
+                  f"dataset with prompt_style: {trained})", markup=False, soft_wrap=True)
+
+
+def _baseline_table(rows: list[dict]) -> Table:
+    methods = sorted({r["method"] for r in rows})
+    table = _table("compiler baselines on the same targets (T, verified)", "target", "T0", *methods,
+                   keep_whole=("target",))
+    by_circuit: dict[str, dict] = {}
+    for r in rows:
+        by_circuit.setdefault(r["circuit"], {"t0": r["t0"]})[r["method"]] = r
+    for name, cells in by_circuit.items():
+        table.add_row(name, str(cells["t0"]), *(("-" if m not in cells else
+                                                  f"{cells[m]['t']}" + ("" if cells[m]["verified"] else " (unverified)"))
+                                                 for m in methods))
+    return table
+
+
+@app.command(context_settings=CONTEXT)
 def report(
-    inputs: list[Path] = typer.Argument(..., help="Training runs (metrics.jsonl) and/or evaluations (records.jsonl)."),
-    out: Path = typer.Option(Path("runs/report"), help="report.md, report.html, PNGs"),
-    target_metric: str = typer.Option("reward", help="Logged metric for time-to-target (e.g. compression)."),
-    target_value: float = typer.Option(0.5, help="Threshold of the time-to-target (paper: compression 3.3)."),
-    eps: float = typer.Option(0.01, help="Correct: F_avg >= 1 - eps."),
+    inputs: list[Path] = typer.Argument(..., metavar="DIR...", help="Training runs (metrics.jsonl) and/or "
+                                                                    "evaluations (records.jsonl)."),
+    out: Path = typer.Option(Path("runs/report"), metavar="DIR", help="report.md, report.html, PNGs"),
+    target_metric: str = typer.Option("reward", metavar="NAME", help="Logged metric for time-to-target "
+                                                                     "(e.g. compression)."),
+    target_value: float = typer.Option(0.5, metavar="X", help="Threshold of the time-to-target (paper: compression "
+                                                              "3.3)."),
+    eps: float = typer.Option(0.01, metavar="EPS", help="Correct: F_avg >= 1 - EPS."),
 ) -> None:
     """Tables and plots from training runs and evaluations (markdown + self-contained HTML)."""
     from rubriq.evaluation.report import write_report
 
-    try:
+    missing = [str(p) for p in inputs if not p.is_dir()]
+    check(not missing, "DIR", f"not a folder: {', '.join(missing)}")
+    check(0 < eps < 1, "--eps", f"must be in (0, 1), got {eps}")
+    with reported():
         md, page = write_report(inputs, out, target_metric, target_value, eps)
-    except (ValueError, OSError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
-    console.print(f"wrote {md} and {page}")
+    console.print(f"wrote {md} and {page}", markup=False)
 
 
-@app.command()
+@app.command(context_settings=CONTEXT)
 def synthesize(
-    spec: str = typer.Argument(..., help='Natural-language spec, e.g. "Synthesize a 4-qubit QFT circuit".'),
-    target: Optional[str] = typer.Option(None, help="Target name (see `rubriq targets`); else read from the spec."),
-    qubits: Optional[int] = typer.Option(None, help="Number of qubits (with --target)."),
-    param: list[str] = typer.Option([], help="Target parameter key=value (repeatable)."),
-    model: str = typer.Option("embedded", help="Policy: hub id, folder, 'embedded', 'tiny'."),
-    n: int = typer.Option(16, "-n", help="Candidates to sample."),
-    fmt: str = typer.Option("qasm2", "--format", help="qasm2 | qasm3 | python"),
-    max_new_tokens: int = typer.Option(512, help="Tokens per candidate."),
-    optimize: bool = typer.Option(False, help="Verified compiler post-pass (PyZX, Qiskit) on the best circuit."),
+    spec: str = typer.Argument(..., metavar="SPEC", help='Natural-language spec, e.g. "Synthesize a 4-qubit QFT '
+                                                         'circuit".'),
+    target: Optional[str] = typer.Option(None, "--target", "-t", metavar="NAME", help="Target name (rubriq targets); "
+                                         "else read from the spec."),
+    qubits: Optional[int] = typer.Option(None, "--qubits", "-q", metavar="N", help="Number of qubits (with --target)."),
+    param: list[str] = typer.Option([], "--param", "-p", metavar="KEY=VALUE", help="Target parameter (repeatable)."),
+    model: str = typer.Option("embedded", metavar="MODEL", help="Policy: model or adapter folder, hub id, 'embedded', "
+                                                                "'tiny'."),
+    n: int = typer.Option(16, "--samples", "-n", metavar="N", help="Candidates to sample."),
+    fmt: str = typer.Option("qasm2", "--format", metavar="FORMAT", help="qasm2 | qasm3 | python"),
+    max_new_tokens: int = typer.Option(512, metavar="N", help="Tokens per candidate."),
+    temperature: float = typer.Option(0.8, metavar="T", help="Sampling temperature (> 0)."),
+    optimize: bool = typer.Option(False, help="Compiler post-pass (PyZX, Qiskit) on the best circuit, kept only if "
+                                              "the rubric re-scores it correct with fewer T or less depth."),
+    show_all: bool = typer.Option(False, "--show-all", help="List every candidate with its score or error."),
 ) -> None:
-    """Sample N circuits for a spec, print the best correct one with its scores and drawing."""
+    """Sample N circuits for a spec, print the best correct one with its scores and drawing. The
+    prompt is the one the policy was trained with (its folder's rubriq_policy.json)."""
+    from rubriq.evaluation.evaluate import prompt_style_of
+    from rubriq.evaluation.synthesize import SpecNotUnderstood, target_from_text
+
+    _check_sampling(n, temperature, max_new_tokens, "--samples")
+    check(temperature > 0, "--temperature", f"must be > 0 for sampling, got {temperature}")
+    check(fmt in FORMATS, "--format", f"unknown format {fmt!r}; use {', '.join(FORMATS)}")
+    _check_target(target, qubits)
+    check(target is not None or (qubits is None and not param), "--target",
+          "--qubits and --param go with --target (else the spec is read from the text)")
+    if target is not None:
+        with reported(flag="--target"):
+            tgt = _make_target(target, qubits, param)
+    else:
+        try:
+            tgt = target_from_text(spec)
+        except SpecNotUnderstood as exc:
+            fail(str(exc), "SPEC")
+        except ValueError as exc:  # recognized, but the size or a parameter is out of range
+            fail(str(exc), "SPEC")
+    _check_model(model)
+    style = prompt_style_of(model)
+    console.print(f"target: {tgt!r}; prompting {model} with its {style} {fmt} prompt", markup=False)
+    from rubriq.evaluation.synthesize import synthesize as run_synthesis
+
+    with reported():
+        result = run_synthesis(tgt, model=model, n=n, fmt=fmt, max_new_tokens=max_new_tokens,
+                               temperature=temperature, optimize=optimize, style=style)
+    parsed = sum(c["result"]["parsed"] for c in result.candidates)
+    if show_all:
+        table = _table(f"{n} candidates, best reward first", "#", "reward", "F_avg", "T", "depth",
+                       "extracted by / error")
+        ranked = sorted(result.candidates, key=lambda c: -c["result"]["reward"])
+        for i, c in enumerate(ranked, 1):
+            r = c["result"]
+            f = r.get("average_fidelity")
+            table.add_row(str(i), f"{r['reward']:.3f}", "-" if f is None else f"{f:.6f}", str(r.get("t_count", "-")),
+                          str(r.get("depth", "-")), escape(r.get("strategy") or f"{r.get('error_type')}: "
+                                                           f"{(r.get('error') or '')[:160]}"))
+        console.print(table)
+    if result.best is None:
+        console.print(f"no functionally correct circuit among {n} candidates ({parsed} parsed; --show-all lists "
+                      "them); sample more (-n) or train the policy further", markup=False)
+        raise typer.Exit(EXIT_FAILED)
     from qiskit import qasm2
 
-    from rubriq.evaluation.synthesize import SpecNotUnderstood, synthesize as run_synthesis, target_from_text
-    from rubriq.targets import TargetError, make_target
-
-    try:
-        tgt = make_target(target, qubits, **_parse_params(param)) if target else target_from_text(spec)
-    except (SpecNotUnderstood, TargetError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
-    console.print(f"target: {tgt!r} (prompting with the target's training prompt, format {fmt})")
-    result = run_synthesis(tgt, model=model, n=n, fmt=fmt, max_new_tokens=max_new_tokens, optimize=optimize)
-    parsed = sum(c["result"]["parsed"] for c in result.candidates)
-    if result.best is None:
-        console.print(f"[yellow]no functionally correct circuit among {n} candidates[/] ({parsed} parsed); "
-                      "try a trained policy (--model runs/.../final) or a larger -n")
-        raise typer.Exit(1)
     best = result.best["result"]
     console.print(f"best of {n} ({parsed} parsed): reward {best['reward']:.3f}, F_avg {best['average_fidelity']:.6f}, "
-                  f"T = {best['t_count']} (T0 = {tgt.t0}), depth {best['depth']}")
-    console.print("scores: " + ", ".join(f"{k} {v:.3f}" for k, v in best["scores"].items()))
+                  f"T = {best['t_count']} (T0 = {tgt.t0}), depth {best['depth']}", markup=False)
+    console.print("scores: " + ", ".join(f"{k} {v:.3f}" for k, v in best["scores"].items()), markup=False)
     print(qasm2.dumps(result.circuit))
-    print(result.circuit.draw("text", fold=120))
+    print(result.circuit.draw("text", fold=80))
     if optimize:
         if result.optimized is None:
-            console.print("post-pass: no verified rewrite lowered the T-count or depth; keeping the sampled circuit")
+            console.print("post-pass: no compiler rewrite lowered the T-count or depth while staying correct; keeping "
+                          "the sampled circuit")
         else:
             o = result.optimized
-            console.print(f"post-pass {o['method']}: verified (F_avg {o['result']['average_fidelity']:.6f}), "
-                          f"T {best['t_count']} -> {o['result']['t_count']}, depth {best['depth']} -> "
-                          f"{o['result']['depth']}")
+            console.print(f"post-pass {o['method']}: re-scored correct against the target (F_avg "
+                          f"{o['result']['average_fidelity']:.6f}), T {best['t_count']} -> {o['result']['t_count']}, "
+                          f"depth {best['depth']} -> {o['result']['depth']}", markup=False)
             print(qasm2.dumps(o["circuit"]))
 
 
-@app.command()
+def _make_target(name: str, qubits: int | None, param: list[str]):
+    from rubriq.targets import make_target
+
+    return make_target(name, qubits, **_parse_params(param))
+
+
+# -- quickstart, app ------------------------------------------------------------------------------
+@app.command(context_settings=CONTEXT)
 def quickstart(
-    config: Optional[Path] = typer.Option(None, help="Training YAML (default: configs/quickstart_cpu.yaml)."),
-    out: Path = typer.Option(Path("runs/quickstart"), help="Output folder (report.md, PNGs, JSONL)."),
-    max_steps: Optional[int] = typer.Option(None, help="Override the number of GRPO steps."),
+    config: Optional[Path] = typer.Option(None, metavar="YAML", help="Training YAML (default: "
+                                                                     "configs/quickstart_cpu.yaml)."),
+    out: Path = typer.Option(Path("runs/quickstart"), metavar="DIR", help="Output folder (report.md, PNGs, JSONL)."),
+    max_steps: Optional[int] = typer.Option(None, metavar="N", help="Override the number of GRPO steps."),
 ) -> None:
     """Embedded model -> SFT warm-start -> GRPO -> before/after evaluation and report (CPU)."""
-    from rubriq.config import ConfigError
-    from rubriq.training.models import ModelUnavailable
     from rubriq.training.quickstart import DEFAULT_CONFIG, run
 
-    try:
-        run(config or DEFAULT_CONFIG, out, max_steps=max_steps, console=console)
-    except (ConfigError, ModelUnavailable, ValueError, OSError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
+    check(max_steps is None or max_steps >= 1, "--max-steps", f"must be >= 1, got {max_steps}")
+    check(config is None or config.is_file(), "--config", f"no such file: {config}")
+    with reported():
+        report_path = run(config or DEFAULT_CONFIG, out, max_steps=max_steps, console=console)
+    final = out / "train" / "final"
+    console.print(f"\ndone. report: {report_path}\nmodel:  {final}\nnext:\n"
+                  f"  rubriq synthesize \"Synthesize a 3-qubit QFT circuit\" --model {final} -n 4 --show-all\n"
+                  f"  rubriq evaluate --model {final} --dataset {out / 'data'} --split test --samples 4 "
+                  f"--temperature 0.8 --out runs/eval\n"
+                  f"  rubriq report {out} runs/eval --out runs/report", markup=False)
 
 
-@app.command("app")
+@app.command("app", context_settings=CONTEXT)
 def serve_app(
-    host: str = typer.Option("127.0.0.1", help="Interface to bind (0.0.0.0 exposes the app to your network)."),
-    port: int = typer.Option(7860, help="TCP port."),
-    model: str = typer.Option("none", help="Policy for the Synthesize tab: embedded, a model or adapter folder, "
-                                           "tiny (random, for tests) or none."),
-    concurrency: int = typer.Option(2, help="Requests processed at once (the rest wait in the queue)."),
-    write_space: Optional[Path] = typer.Option(None, help="Write the files of a Hugging Face Space to this "
-                                                          "folder and exit."),
+    host: str = typer.Option("127.0.0.1", metavar="HOST", help="Interface to bind (0.0.0.0 exposes the app to your "
+                                                              "network)."),
+    port: int = typer.Option(7860, metavar="PORT", help="TCP port."),
+    model: str = typer.Option("none", metavar="MODEL", help="Policy for the Synthesize tab: embedded, a model or "
+                                                            "adapter folder, tiny (random, for tests) or none."),
+    concurrency: int = typer.Option(2, metavar="N", help="Requests processed at once (the rest wait in the queue)."),
+    write_space: Optional[Path] = typer.Option(None, metavar="DIR", help="Write the files of a Hugging Face Space "
+                                                                         "to DIR and exit."),
 ) -> None:
     """Serve the interactive app (Score, Synthesize, Baselines tabs) in the browser."""
-    if not 1 <= port <= 65535:
-        raise typer.BadParameter(f"{port} is not a TCP port (1-65535)", param_hint="--port")
-    if concurrency < 1:
-        raise typer.BadParameter("must be >= 1", param_hint="--concurrency")
-    if model not in ("none", "embedded", "tiny") and not Path(model).is_dir():
-        raise typer.BadParameter(f"no model folder {model!r} (use embedded, none, or a folder written by "
-                                 "`rubriq train run` / `rubriq quickstart`)", param_hint="--model")
+    check(1 <= port <= 65535, "--port", f"{port} is not a TCP port (1-65535)")
+    check(concurrency >= 1, "--concurrency", f"must be >= 1, got {concurrency}")
+    if model != "none":
+        _check_model(model)
     try:
         from rubriq.app import launch, write_space_files
     except ImportError as exc:
-        err.print(f"[red]error:[/red] the app needs gradio: pip install -e '.[app]' ({exc})")
-        raise typer.Exit(2)
+        fail(f"the app needs gradio: pip install -e '.[app]' ({exc})")
     if write_space is not None:
         for path in write_space_files(write_space, model if model not in ("tiny", "none") else "embedded"):
-            console.print(f"wrote {path}")
+            console.print(f"wrote {path}", markup=False)
         return
-    console.print(f"RubriQ app on http://{host}:{port}/ (model: {model}); Ctrl+C stops it")
+    console.print(f"RubriQ app on http://{host}:{port}/ (model: {model}); Ctrl+C stops it", markup=False)
     launch(host, port, model, block=True, concurrency=concurrency)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    app()
+    raise SystemExit(main())

@@ -110,7 +110,10 @@ def build_app(policy=None, model_name: str = "none", concurrency: int = 2):
     """The Gradio Blocks app (not launched)."""
     import gradio as gr
 
+    from rubriq.evaluation.evaluate import prompt_style_of
+
     choices = handlers.target_choices()
+    style = prompt_style_of(model_name) if model_name not in ("none", "") else "full"
 
     def on_target(name):
         return handlers.target_help(name), gr.update(visible=name == "circuit"), gr.update(visible=name != "circuit")
@@ -134,7 +137,7 @@ def build_app(policy=None, model_name: str = "none", concurrency: int = 2):
         try:
             progress(0, desc="generating")
             view = handlers.synthesize_view(policy, spec, name or "", qubits, params, n, fmt, optimize, tokens,
-                                            on_batch=on_batch)
+                                            on_batch=on_batch, style=style)
         except AppInputError as exc:
             return f"**error:** {exc}", [], "", ""
         except Exception as exc:  # noqa: BLE001

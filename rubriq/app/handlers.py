@@ -205,8 +205,9 @@ class SynthesisView:
 def synthesize_view(policy, spec: str, target_name: str = "", qubits: float | int | None = None,
                     params_text: str = "", n: float | int = 4, fmt: str = "qasm2", optimize: bool = False,
                     max_new_tokens: float | int = 256, on_batch: Callable[[int, int], None] | None = None,
-                    config: RubricConfig | None = None) -> SynthesisView:
-    """N samples from the loaded policy for a spec (free text, or an explicit target), each scored."""
+                    config: RubricConfig | None = None, style: str = "full") -> SynthesisView:
+    """N samples from the loaded policy for a spec (free text, or an explicit target), each scored;
+    ``style``: the prompt style the policy was trained with."""
     from qiskit import qasm2
 
     from rubriq.evaluation.synthesize import SpecNotUnderstood, synthesize, target_from_text
@@ -229,7 +230,8 @@ def synthesize_view(policy, spec: str, target_name: str = "", qubits: float | in
             raise AppInputError(str(exc)) from None
     evaluator = evaluator_for(target, config)
     out = synthesize(target, n=int(n), fmt=fmt, max_new_tokens=int(max_new_tokens), optimize=optimize,
-                     policy=policy, evaluator=evaluator, on_batch=on_batch)
+                     policy=policy, evaluator=evaluator, on_batch=on_batch,
+                     style=style)
     rows = sorted(out.candidates, key=lambda c: -c["result"]["reward"])
     threshold = evaluator.config.fidelity.correct_threshold
     table = []

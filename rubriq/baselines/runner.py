@@ -281,3 +281,21 @@ def markdown(rows: list[Row], methods: list[str], title: str, published_columns:
                          f"{statistics.mean(mntc):.3f} |" if mntc else
                          f"| {m} | {bucket} | {len(sel)} | {len(ok)} | {mean_compression(comps)} | - |")
     return "\n".join(lines) + "\n"
+
+
+PUBLISHED_COLUMNS = ("PyZX", "Tpar", "Nam", "Feynman", "ATQ_gadgetized", "polytof_gadgetized")
+"""Columns of ``published_tcounts.csv`` shown next to our methods; the gadgetized ones use extra
+ancillas (a different problem): shown, marked, never compared."""
+
+
+def load_published(path: Path | str) -> tuple[dict[str, dict], tuple[str, ...]]:
+    """(circuit -> row, the columns to show) of a published T-count CSV with a ``circuit`` column."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"--published: {path} is not a file")
+    with open(path, encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if "circuit" not in (reader.fieldnames or []):
+            raise ValueError(f"--published: {path} has no 'circuit' column (columns: {reader.fieldnames})")
+        rows = {r["circuit"]: r for r in reader}
+    return rows, tuple(c for c in PUBLISHED_COLUMNS if c in next(iter(rows.values()), {}))

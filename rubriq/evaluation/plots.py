@@ -22,6 +22,21 @@ def _pyplot():
     return plt
 
 
+def legend_outside(ax, fontsize: int = 8) -> None:
+    """The legend to the right of the axes, never over the data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=fontsize)
+
+
+def plain_log_axis(ax, axis: str = "x") -> None:
+    """A log axis labelled 0.5, 1, 2, 5 ... instead of 10^-0.3."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+
+
 def save(fig, out: str | Path) -> Path:
     """Write ``fig`` as a PNG (folders created) and release it."""
     out = Path(out)
@@ -50,11 +65,13 @@ def learning_curves(metrics: Iterable[dict], out: str | Path, title: str = "GRPO
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     ax1.plot(steps, [r["reward"] for r in rows], marker="o", label="reward R = sum w_d S_d")
     if any("reward_std" in r for r in rows):
-        lo = [r["reward"] - (r.get("reward_std") or 0) for r in rows]
-        hi = [r["reward"] + (r.get("reward_std") or 0) for r in rows]
-        ax1.fill_between(steps, lo, hi, alpha=0.2, label="+/- 1 std within the group")
+        # rewards live in [0, 1]: the band is clipped there (a std band past 1 is no reward anyone got)
+        lo = [max(0.0, r["reward"] - (r.get("reward_std") or 0)) for r in rows]
+        hi = [min(1.0, r["reward"] + (r.get("reward_std") or 0)) for r in rows]
+        ax1.fill_between(steps, lo, hi, alpha=0.2, label="+/- 1 std within the group, in [0, 1]")
     ax1.set(xlabel="training step", ylabel="mean reward (0-1)", title=title)
-    ax1.legend(loc="best", fontsize=8)
+    ax1.set_ylim(-0.02, 1.02)
+    ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=8, ncol=2)
     ax1.grid(alpha=0.3)
     for dim in DIMENSIONS:
         key = f"rewards/{dim}/mean"
@@ -63,7 +80,7 @@ def learning_curves(metrics: Iterable[dict], out: str | Path, title: str = "GRPO
             ax2.plot(*zip(*pts), marker=".", label=f"S_{dim}")
     ax2.set(xlabel="training step", ylabel="mean dimension score (0-1)", title="rubric dimensions")
     ax2.set_ylim(-0.02, 1.02)
-    ax2.legend(loc="best", fontsize=8)
+    ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=8, ncol=3)
     ax2.grid(alpha=0.3)
     return save(fig, out)
 
@@ -75,7 +92,7 @@ def phase_bars(summaries: dict[str, dict], out: str | Path, title: str = "Held-o
     phases = list(summaries)
     metrics = [("parse_rate", "parse rate", None), ("correct_rate", "fraction F_avg >= 0.99", "correct_ci"),
                ("mean_reward", "mean reward", "reward_ci")]
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    fig, ax = plt.subplots(figsize=(8.5, 3.6))
     width = 0.8 / len(metrics)
     for i, (key, label, ci) in enumerate(metrics):
         xs = [p + i * width for p in range(len(phases))]
@@ -85,9 +102,10 @@ def phase_bars(summaries: dict[str, dict], out: str | Path, title: str = "Held-o
             lo = [max(0.0, summaries[p][ci][1]) for p in phases]
             hi = [min(1.0, summaries[p][ci][2]) for p in phases]
             yerr = [[max(0.0, h - l) for h, l in zip(heights, lo)], [max(0.0, u - h) for h, u in zip(heights, hi)]]
-        ax.bar(xs, heights, width, label=label, yerr=yerr, capsize=3 if yerr else 0)
+        bars = ax.bar(xs, heights, width, label=label, yerr=yerr, capsize=3 if yerr else 0)
+        ax.bar_label(bars, labels=[f"{h:.2f}" for h in heights], fontsize=7, padding=2)
     ax.set_xticks([p + width for p in range(len(phases))], phases)
-    ax.set(ylabel="fraction / reward (0-1)", title=title, ylim=(0, 1.05))
-    ax.legend(fontsize=8)
+    ax.set(ylabel="fraction / reward (0-1)", title=title, ylim=(0, 1.12))
+    legend_outside(ax)
     ax.grid(axis="y", alpha=0.3)
     return save(fig, out)

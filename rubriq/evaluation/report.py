@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rubriq.evaluation.metrics import DEFAULT_EPS, is_correct
-from rubriq.evaluation.plots import _pyplot, learning_curves, read_metrics, save
+from rubriq.evaluation.plots import _pyplot, learning_curves, legend_outside, plain_log_axis, read_metrics, save
 
 
 # -- loading ------------------------------------------------------------------------------------
@@ -33,11 +33,23 @@ def find_metrics(folder: Path) -> Path | None:
     return None
 
 
+PHASE_ORDER = ("before sft", "after sft", "after grpo", "after ppo")
+"""The quickstart's evaluation files, in the order they are made."""
+
+
 def find_records(folder: Path) -> list[tuple[str, Path]]:
+    """The evaluations in ``folder``, in time order: ``records.jsonl``, or the quickstart's
+    ``eval_<phase>.jsonl`` ordered by phase (before SFT, after SFT, after GRPO), others by
+    modification time."""
     if (folder / "records.jsonl").is_file():
         return [(folder.name, folder / "records.jsonl")]
+
+    def order(p: Path) -> tuple:
+        phase = p.stem.removeprefix("eval_").replace("_", " ").lower()
+        return (PHASE_ORDER.index(phase) if phase in PHASE_ORDER else len(PHASE_ORDER), p.stat().st_mtime, p.name)
+
     return [(f"{folder.name}: {p.stem.removeprefix('eval_').replace('_', ' ')}", p)
-            for p in sorted(folder.glob("eval_*.jsonl"))]
+            for p in sorted(folder.glob("eval_*.jsonl"), key=order)]
 
 
 def run_phases(metrics_path: Path) -> dict[str, float]:
@@ -85,27 +97,43 @@ def training_summary(folder: Path, key: str, threshold: float) -> dict[str, Any]
 
 
 # -- plots --------------------------------------------------------------------------------------
-def scatter_fidelity_compression(records: list[dict], out: Path, eps: float = DEFAULT_EPS) -> Path | None:
-    """F_avg vs T0/T(c) per parsed completion; correct ones (F_avg >= 1 - eps) highlighted."""
-    pts = []
+def scatter_points(records: list[dict], eps: float = DEFAULT_EPS) -> dict[tuple[float, float, bool], int]:
+    """(T0/T(c), F_avg, correct) -> how many parsed completions sit on that point."""
+    from collections import Counter
+
+    pts: Counter = Counter()
     for r in records:
         res = r.get("result", {})
         if res.get("parsed") and res.get("average_fidelity") is not None and r.get("t0") and res.get("t_count"):
-            pts.append((r["t0"] / res["t_count"], res["average_fidelity"], is_correct(res, eps)))
+            pts[(round(r["t0"] / res["t_count"], 9), round(res["average_fidelity"], 9), is_correct(res, eps))] += 1
+    return dict(pts)
+
+
+def scatter_fidelity_compression(records: list[dict], out: Path, eps: float = DEFAULT_EPS) -> Path | None:
+    """F_avg vs T0/T(c) per parsed completion; correct ones (F_avg >= 1 - eps) highlighted;
+    completions on the same point drawn once, larger, with their count."""
+    pts = scatter_points(records, eps)
     if not pts:
         return None
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(7.5, 4))
     for ok, color, label in ((True, "tab:green", f"correct (F_avg >= {1 - eps:g})"), (False, "tab:red", "incorrect")):
-        sel = [(x, y) for x, y, c in pts if c == ok]
+        sel = [(x, y, n) for (x, y, c), n in pts.items() if c == ok]
         if sel:
-            ax.scatter(*zip(*sel), c=color, label=label, alpha=0.7, s=25)
+            xs, ys, ns = zip(*sel)
+            ax.scatter(xs, ys, c=color, label=label, alpha=0.6, s=[25 + 12 * (n - 1) for n in ns])
+            for x, y, n in sel:
+                if n > 1:
+                    ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(5, 4), fontsize=7)
     ax.axhline(1 - eps, color="gray", linestyle=":", linewidth=1)
     ax.axvline(1.0, color="gray", linestyle=":", linewidth=1)
     ax.set_xscale("log")
-    ax.set(xlabel="T0 / T(c) (> 1: fewer T gates than the reference)", ylabel="average gate fidelity F_avg",
-           title="Fidelity vs T-count compression per completion")
-    ax.legend(fontsize=8)
+    plain_log_axis(ax, "x")
+    ax.set(xlabel="T0 / T(c) (> 1: fewer T gates than the reference; log scale)",
+           ylabel="average gate fidelity F_avg",
+           title=f"Fidelity vs T-count compression ({sum(pts.values())} completions; numbers: completions on a point)")
+    ax.title.set_fontsize(9)
+    legend_outside(ax)
     return save(fig, out)
 
 
@@ -117,10 +145,9 @@ def variant_bars(runs: list[dict], out: Path) -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(max(9, 1.2 * len(names) * 3), 3.8))
     for ax, (key, label) in zip(axes, panels):
         vals = [((r["target"] or {}).get("step") if key == "steps_to_target" else r.get(key)) for r in runs]
-        ax.bar(range(len(names)), [v if v is not None else 0 for v in vals], color="tab:blue")
-        for i, v in enumerate(vals):
-            if v is None:
-                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=8)
+        bars = ax.bar(range(len(names)), [v if v is not None else 0 for v in vals], color="tab:blue")
+        ax.bar_label(bars, labels=["n/a" if v is None else (f"{v:.2f}" if isinstance(v, float) else str(v))
+                                   for v in vals], fontsize=7, padding=2)
         ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
         ax.set(ylabel=label, title=label)
         ax.grid(axis="y", alpha=0.3)
@@ -199,21 +226,41 @@ def build(inputs: list[Path], out: Path, key: str = "reward", threshold: float =
     if evals:
         blocks.append(("h2", "Evaluations"))
         table = []
-        for name, path in evals:
-            s = summaries(load_records(path), eps)["overall"]
+        loaded = {name: load_records(path) for name, path in evals}
+        k = max((int(r.get("sample", 0)) + 1 for recs in loaded.values() for r in recs), default=1)
+        for name, records in loaded.items():
+            s = summaries(records, eps, k)["overall"]
             table.append([name, str(s["completions"]), _f(s["parse_rate"], 2), _f(s["mean_fidelity"]),
                           _f(s["correct_rate"], 2), _f(s["compression"], 2), _f(s["mntc"], 3),
-                          _f(s["violation_rate"], 2), _f(s.get("pass@1"), 2), _f(s["mean_reward"]),
-                          _f(s["wrong_rewarded_rate"], 2)])
+                          _f(s["violation_rate"], 2), _f(s.get("pass@1"), 2), _f(s.get(f"pass@{k}"), 2),
+                          _f(s["mean_reward"]), _f(s["wrong_rewarded_rate"], 2)])
         blocks.append(("table", ["evaluation", "completions", "parse rate", "mean F_avg", "correct", "C (correct only)",
-                                 "MNTC", "V", "pass@1", "mean reward", "wrong rewarded"], table))
-        for name, path in evals:
-            records = load_records(path)
+                                 "MNTC", "V", "pass@1", f"pass@{k}", "mean reward", "wrong rewarded"], table))
+        drawn: dict[tuple, str] = {}
+        for name, records in loaded.items():
             blocks += [("h3", f"{name}: residual error by T0 bucket (Table VI)"),
                        ("table", ["T0 bucket", "completions", "mean 1 - F_avg", "correct"], bucket_table(records, eps))]
+            key = tuple(sorted(scatter_points(records, eps).items()))
+            if key and key in drawn:
+                blocks.append(("p", f"F_avg vs compression: the same points as {drawn[key]} (not drawn again)."))
+                continue
             png = scatter_fidelity_compression(records, out / f"scatter_{_slug(name)}.png", eps)
             if png:
+                drawn[key] = name
                 blocks.append(("img", png.name, f"F_avg vs compression, {name}"))
+        for folder in inputs:
+            summary_path = folder / "summary.json"
+            if not summary_path.is_file():
+                continue
+            try:
+                baseline = json.loads(summary_path.read_text(encoding="utf-8")).get("baselines") or []
+            except ValueError:
+                continue
+            if baseline:
+                blocks += [("h3", f"{folder.name}: compiler baselines on the same targets"),
+                           ("table", ["target", "T0", "method", "T", "verified", "C"],
+                            [[b["circuit"], str(b["t0"]), b["method"], _f(b["t"]), str(b["verified"]),
+                              _f(b.get("compression"), 2)] for b in baseline])]
     if not runs and not evals:
         raise ValueError("no training run (metrics.jsonl) or evaluation (records.jsonl) in " +
                          ", ".join(map(str, inputs)))

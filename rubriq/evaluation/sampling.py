@@ -1,7 +1,7 @@
 """Sample a model on prompt rows and score the completions with the rubric.
 
 A *record* (one completion) is a JSON-ready dict: ``prompt_id``, ``family``, ``format``,
-``bucket``, ``t0``, ``sample``, ``text`` and, once scored, ``result``
+``bucket``, ``t0``, ``target``, ``dataset``, ``sample``, ``text`` and, once scored, ``result``
 (``EvaluationResult.to_dict()`` without the circuit).  Records are saved as JSONL so that
 metrics and reports can be recomputed without sampling again (``metrics.py``).
 """
@@ -15,13 +15,29 @@ from typing import Any, Iterable
 from rubriq.config import RubricConfig
 
 
+def dataset_of(row: dict) -> str:
+    """The dataset a prompt row belongs to: ``rewrite-<collection>`` for rewrite rows, else
+    ``synthesis`` (or the row's own ``dataset`` field).
+
+    >>> dataset_of({"collection": "tcount"}), dataset_of({})
+    ('rewrite-tcount', 'synthesis')
+    """
+    if row.get("dataset"):
+        return str(row["dataset"])
+    return f"rewrite-{row['collection']}" if row.get("collection") else "synthesis"
+
+
 def generate(model: Any, tokenizer: Any, rows: list[dict], samples: int = 1, max_new_tokens: int = 256,
              temperature: float = 0.0, top_p: float = 1.0, batch_size: int = 8, seed: int = 0,
              progress: bool = True, description: str = "sampling", on_batch=None) -> list[dict]:
     """``samples`` completions per row (greedy when ``temperature`` is 0), batched, left-padded;
-    ``on_batch(done, total)`` is called after each batch (the app's progress bar)."""
+    ``on_batch(done, total)`` is called after each batch (the app's progress bar).  The console
+    progress (``rubriq.progress``) advances with every generated token, so it moves within a
+    batch; without a terminal it logs a line per batch."""
     import torch
-    from rich.progress import Progress
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    from rubriq.progress import progress as progress_bar
 
     if samples < 1:
         raise ValueError("samples must be >= 1")
@@ -34,25 +50,38 @@ def generate(model: Any, tokenizer: Any, rows: list[dict], samples: int = 1, max
     jobs = [(row, k) for row in rows for k in range(samples)]
     records: list[dict] = []
     model.eval()
+
+    class TokenTick(LogitsProcessor):
+        """Called once per generated token of a batch: moves the bar by batch/max_new_tokens."""
+
+        def __init__(self, bar, step: float) -> None:
+            self.bar, self.step = bar, step
+
+        def __call__(self, input_ids, scores):
+            self.bar.advance(self.step, log_line=False)
+            return scores
+
     try:
-        with Progress(transient=True, disable=not progress) as bar, torch.no_grad():
-            task = bar.add_task(description, total=len(jobs))
+        with progress_bar(f"{description} ({len(jobs)} completions)", len(jobs), enabled=progress) as bar, \
+                torch.no_grad():
             for start in range(0, len(jobs), batch_size):
                 chunk = jobs[start:start + batch_size]
                 texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
                          for r, _ in chunk]
                 enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
                 kwargs = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens,
-                          "pad_token_id": tokenizer.pad_token_id}
+                          "pad_token_id": tokenizer.pad_token_id,
+                          "logits_processor": LogitsProcessorList([TokenTick(bar, 0.999 * len(chunk) / max_new_tokens)])}
                 if temperature > 0:
                     kwargs.update(temperature=temperature, top_p=top_p)
                 out = model.generate(**enc, **kwargs)
                 decoded = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-                for (row, k), text in zip(chunk, decoded):
+                for (row, k), text in zip(chunk, decoded, strict=True):
                     records.append({"prompt_id": row.get("id"), "family": row.get("family"),
                                     "format": row.get("format"), "bucket": row.get("bucket"), "t0": row.get("t0"),
-                                    "target": row.get("target"), "sample": k, "text": text})
-                bar.update(task, advance=len(chunk))
+                                    "target": row.get("target"), "dataset": dataset_of(row), "sample": k,
+                                    "text": text})
+                bar.set(len(records))
                 if on_batch is not None:
                     on_batch(len(records), len(jobs))
     finally:
@@ -60,13 +89,22 @@ def generate(model: Any, tokenizer: Any, rows: list[dict], samples: int = 1, max
     return records
 
 
-def score(records: list[dict], config: RubricConfig | None = None, workers: int = 1) -> list[dict]:
-    """Add the rubric ``result`` to each record (each distinct (target, text) scored once)."""
+def score(records: list[dict], config: RubricConfig | None = None, workers: int = 1, progress: bool = True,
+          chunk: int = 8) -> list[dict]:
+    """Add the rubric ``result`` to each record (each distinct (target, text) scored once),
+    ``chunk`` completions at a time so that the progress moves."""
+    from rubriq.progress import progress as progress_bar
     from rubriq.training.rewards import RubricRewards
 
     rewards = RubricRewards(config, workers=workers)
-    results = rewards.results([r["text"] for r in records], [r["target"] for r in records])
-    return [{**r, "result": res.to_dict()} for r, res in zip(records, results)]
+    out: list[dict] = []
+    with progress_bar(f"scoring ({len(records)} completions)", len(records), enabled=progress) as bar:
+        for start in range(0, len(records), chunk):
+            part = records[start:start + chunk]
+            results = rewards.results([r["text"] for r in part], [r["target"] for r in part])
+            out += [{**r, "result": res.to_dict()} for r, res in zip(part, results, strict=True)]
+            bar.advance(len(part))
+    return out
 
 
 def save_records(records: Iterable[dict], path: str | Path) -> Path:
@@ -79,5 +117,17 @@ def save_records(records: Iterable[dict], path: str | Path) -> Path:
 
 
 def load_records(path: str | Path) -> list[dict]:
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return [json.loads(x) for x in lines if x.strip()]
+    """The records of a JSONL file; a line that is not a JSON object is a ``ValueError`` naming
+    the file and the line."""
+    out = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}, line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}, line {number}: a record must be a JSON object, got {type(record).__name__}")
+        out.append(record)
+    return out

@@ -79,16 +79,18 @@ class Synthesis:
 def synthesize(target: Target, model: str = "embedded", n: int = 16, fmt: str = "qasm2",
                temperature: float = 0.8, top_p: float = 0.95, max_new_tokens: int = 512,
                eps: float = DEFAULT_EPS, optimize: bool = False, seed: int = 0, config=None,
-               policy=None, evaluator=None, on_batch=None) -> Synthesis:
+               policy=None, evaluator=None, on_batch=None, style: str | None = None) -> Synthesis:
     """``policy``: an already loaded (tokenizer, model) pair (else ``model`` is loaded);
     ``evaluator``: a RubriQEvaluator for ``target`` to reuse; ``on_batch(done, total)``:
-    generation progress."""
-    from rubriq.evaluation.evaluate import load_policy
+    generation progress; ``style``: the prompt style (default: the one ``model`` was trained
+    with, from its ``rubriq_policy.json``; ``full`` otherwise)."""
+    from rubriq.evaluation.evaluate import load_policy, prompt_style_of
     from rubriq.evaluation.sampling import generate
     from rubriq.evaluator import RubriQEvaluator
 
+    style = style or (prompt_style_of(model) if policy is None else "full")
     tokenizer, model_ = policy if policy is not None else load_policy(model)
-    row = {"id": f"{target.name}-{target.num_qubits}", "prompt": target.prompt(fmt), "format": fmt,
+    row = {"id": f"{target.name}-{target.num_qubits}", "prompt": target.prompt(fmt, style), "format": fmt,
            "target": target.spec(), "t0": target.t0}
     records = generate(model_, tokenizer, [row], samples=n, max_new_tokens=max_new_tokens, temperature=temperature,
                        top_p=top_p, seed=seed, description="sampling candidates", on_batch=on_batch,

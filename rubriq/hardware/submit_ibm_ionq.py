@@ -34,6 +34,7 @@ from typing import Any, Callable
 from qiskit import QuantumCircuit, qasm2
 
 from rubriq.hardware.catalog import CATALOG, get_backend
+from rubriq.extract.files import InputError, read_text_file
 from rubriq.hardware.jobs import JobStore, contains_secret, job_key, redact, write_text
 
 DEFAULT_SHOTS = 4096
@@ -41,29 +42,42 @@ KL_THRESHOLD = 0.05
 
 
 # -- input ---------------------------------------------------------------------------------
-def load_circuits(paths: list[str | Path], top_k: int = 5) -> dict[str, QuantumCircuit]:
-    """Name -> circuit from .qasm files/folders, or the top-k correct circuits of an evaluation JSONL."""
-    from rubriq.extract.qasm import load_qasm
+def circuit_from_file(path: Path) -> QuantumCircuit:
+    """The circuit in a ``.qasm`` file, or in any text the scorer reads (Qiskit Python, run in
+    the sandbox; an LLM answer with a fenced block), with the file named in every error."""
+    from rubriq.extract.cascade import extract
 
+    text = read_text_file(path)
+    found = extract(text)
+    if found.circuit is None:
+        raise InputError(f"{path}: no circuit could be read ({found.sandbox_error or found.error})")
+    if found.circuit.num_qubits == 0:
+        raise InputError(f"{path}: the circuit has no qubits")
+    return found.circuit
+
+
+def load_circuits(paths: list[str | Path], top_k: int = 5) -> dict[str, QuantumCircuit]:
+    """Name -> circuit from files (``.qasm``, ``.py``, any text the scorer reads), folders of
+    ``.qasm`` files, or the top-k correct circuits of an evaluation JSONL."""
     out: dict[str, QuantumCircuit] = {}
     for p in map(Path, paths):
         if p.is_dir():
             files = sorted(p.glob("*.qasm"))
             jsonl = sorted(p.glob("*.jsonl"))
             if not files and not jsonl:
-                raise FileNotFoundError(f"{p} holds no .qasm or .jsonl files")
+                raise InputError(f"{p} holds no .qasm or .jsonl files")
             for f in files:
-                out[f.stem] = load_qasm(f.read_text(encoding="utf-8"))
+                out[f.stem] = circuit_from_file(f)
             for f in jsonl:
                 out.update(top_k_from_records(f, top_k))
         elif p.suffix == ".jsonl":
+            read_text_file(p)
             out.update(top_k_from_records(p, top_k))
-        elif p.is_file():
-            out[p.stem] = load_qasm(p.read_text(encoding="utf-8"))
         else:
-            raise FileNotFoundError(f"{p} does not exist")
+            out[p.stem] = circuit_from_file(p)
     if not out:
-        raise ValueError("no circuits to run")
+        raise InputError("no circuits to run: " + ", ".join(map(str, paths)) + " gave none (an evaluation JSONL "
+                         "contributes only functionally correct completions)")
     return out
 
 
@@ -73,7 +87,10 @@ def top_k_from_records(path: Path, k: int) -> dict[str, QuantumCircuit]:
     from rubriq.evaluation.sampling import load_records
     from rubriq.extract.cascade import extract
 
-    records = [r for r in load_records(path) if is_correct(r.get("result", {}))]
+    try:
+        records = [r for r in load_records(path) if is_correct(r.get("result", {}))]
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}") from None
     records.sort(key=lambda r: -float(r["result"].get("reward") or 0.0))
     out = {}
     for r in records:
@@ -140,7 +157,7 @@ class HardwareRun:
     shots: int = DEFAULT_SHOTS
     seed: int = 42
     threshold: float = KL_THRESHOLD
-    out: Path = Path("results/hardware")
+    out: Path = Path("runs/hardware")
     offline: bool = False
     dry_run: bool = False
     say: Callable[[str], None] = print
@@ -255,38 +272,66 @@ def dry_run_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def check_options(backends: list[str], shots: int, top_k: int, threshold: float) -> None:
+    """:class:`InputError` naming the flag, before anything is transpiled or emulated."""
+    unknown = [b for b in backends if b not in CATALOG]
+    if unknown:
+        raise InputError(f"--backend: unknown backend {', '.join(unknown)}; the catalog has {', '.join(CATALOG)} "
+                         "(rubriq hardware backends)")
+    if shots < 1:
+        raise InputError(f"--shots: must be >= 1, got {shots}")
+    if top_k < 1:
+        raise InputError(f"--top-k: must be >= 1, got {top_k}")
+    if not threshold >= 0:
+        raise InputError(f"--threshold: the KL threshold (nats) must be >= 0, got {threshold}")
+
+
+def run_pipeline(circuits: dict[str, QuantumCircuit], run: HardwareRun) -> tuple[list[dict], dict[str, Path]]:
+    """Run ``circuits`` on ``run``'s backends, print one line per (backend, circuit) and write the
+    results (nothing is written on a dry run, which prints the table of what would be sent)."""
+    rows = run.run(circuits)
+    if run.dry_run:
+        run.say(dry_run_table(rows))
+        return rows, {}
+    paths = write_results(rows, Path(run.out), run.threshold)
+    for r in rows:
+        if r.get("kl") is not None:
+            run.say(f"{r['backend']:>14} {r['circuit']:<24} {r['mode']:<9} depth {r['depth']:>5} "
+                    f"2q {r['two_qubit_gates']:>5} swaps {r['swaps_inserted']:>4}  KL {r['kl']:.4f}"
+                    f"{'  > threshold' if r['flagged'] else ''}")
+        else:
+            run.say(f"{r['backend']:>14} {r['circuit']:<24} pending ({r.get('status')}); rerun to poll")
+    run.say("wrote " + ", ".join(str(p) for p in paths.values()))
+    return rows, paths
+
+
+DEFAULT_OUT = Path("runs/hardware")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--circuits", nargs="+", required=True, help=".qasm files, folders, or evaluation JSONL")
-    parser.add_argument("--backend", action="append", choices=sorted(CATALOG), help="repeatable (default ibm_eagle)")
-    parser.add_argument("--shots", type=int, default=DEFAULT_SHOTS)
-    parser.add_argument("--top-k", type=int, default=5, help="circuits taken from an evaluation JSONL")
-    parser.add_argument("--threshold", type=float, default=KL_THRESHOLD, help="KL flag threshold (nats)")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--out", default="results/hardware")
+    parser.add_argument("--circuits", nargs="+", required=True, metavar="PATH",
+                        help=".qasm / .py files, folders, or evaluation JSONL")
+    parser.add_argument("--backend", action="append", metavar="NAME",
+                        help=f"repeatable (default ibm_eagle): {', '.join(CATALOG)}")
+    parser.add_argument("--shots", type=int, default=DEFAULT_SHOTS, metavar="N")
+    parser.add_argument("--top-k", type=int, default=5, metavar="K", help="circuits taken from an evaluation JSONL")
+    parser.add_argument("--threshold", type=float, default=KL_THRESHOLD, metavar="NATS", help="KL flag threshold")
+    parser.add_argument("--seed", type=int, default=42, metavar="N")
+    parser.add_argument("--out", default=str(DEFAULT_OUT), metavar="DIR")
     parser.add_argument("--offline", action="store_true", help="emulate even when a token is set")
     parser.add_argument("--dry-run", action="store_true", help="transpile and print what would be sent")
     args = parser.parse_args(argv)
     say = lambda msg: print(redact(msg))  # noqa: E731
     try:
+        backends = args.backend or ["ibm_eagle"]
+        check_options(backends, args.shots, args.top_k, args.threshold)
         circuits = load_circuits(args.circuits, args.top_k)
-        run = HardwareRun(args.backend or ["ibm_eagle"], args.shots, args.seed, args.threshold, Path(args.out),
-                          args.offline, args.dry_run, say)
-        rows = run.run(circuits)
+        run_pipeline(circuits, HardwareRun(backends, args.shots, args.seed, args.threshold, Path(args.out),
+                                           args.offline, args.dry_run, say))
     except (FileNotFoundError, ValueError, RuntimeError) as exc:
         print(redact(f"error: {exc}"), file=sys.stderr)
         return 2
-    if args.dry_run:
-        say(dry_run_table(rows))
-        return 0
-    paths = write_results(rows, Path(args.out), args.threshold)
-    for r in rows:
-        if r.get("kl") is not None:
-            say(f"{r['backend']:>14} {r['circuit']:<24} {r['mode']:<9} depth {r['depth']:>5} 2q {r['two_qubit_gates']:>5}"
-                f" swaps {r['swaps_inserted']:>4}  KL {r['kl']:.4f}{'  > threshold' if r['flagged'] else ''}")
-        else:
-            say(f"{r['backend']:>14} {r['circuit']:<24} pending ({r.get('status')}); rerun to poll")
-    say("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
 
 

@@ -8,7 +8,9 @@ Each one has one job and plugs into any transformers ``Trainer`` (GRPO, SFT) thr
 from __future__ import annotations
 
 import json
+import logging
 import math
+import sys
 from collections import deque
 from pathlib import Path
 
@@ -49,6 +51,49 @@ class EarlyStopper:
         return self.since_best >= self.settings.patience
 
 
+log = logging.getLogger("rubriq.training")
+
+STEP_KEYS = (("reward", "reward"), ("loss", "loss"), ("correct_rate", "correct"), ("parse_rate", "parsed"),
+             ("step_time", "s/step"))
+
+
+def step_line(step: int, max_steps: int, logs: dict) -> str:
+    """One short line for a logged step (the full dict goes to metrics.jsonl).
+
+    >>> step_line(3, 12, {"reward": 0.4123, "loss": 0.01, "completions/mean_length": 50})
+    'step 3/12: reward 0.412, loss 0.010'
+    """
+    parts = [f"{label} {logs[key]:.3f}" for key, label in STEP_KEYS if isinstance(logs.get(key), (int, float))]
+    return f"step {step}/{max_steps}: " + ", ".join(parts)
+
+
+def quiet_progress(trainer) -> None:
+    """Replace transformers' ProgressCallback, which prints every logged dict (1,000+
+    characters a step) on the console, by one that keeps its bar on a terminal and writes
+    one short line per logged step through ``logging`` (the full dict is in metrics.jsonl,
+    and at DEBUG level: ``rubriq --verbose``)."""
+    from transformers.trainer_callback import ProgressCallback
+
+    class StepLines(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not state.is_world_process_zero or not logs:
+                return
+            log.debug("%s", logs)
+            line = step_line(state.global_step, state.max_steps, logs)
+            if self.training_bar is not None and sys.stderr.isatty():
+                self.training_bar.set_postfix_str(line.split(": ", 1)[-1], refresh=True)
+            else:
+                log.info("%s", line)
+
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(StepLines())
+    else:  # no bar (disable_tqdm): PrinterCallback prints the dicts; lines instead
+        from transformers.trainer_callback import PrinterCallback
+
+        if trainer.pop_callback(PrinterCallback) is not None:
+            trainer.add_callback(StepLines())
+
+
 def trainer_callbacks(output_dir: Path, early_stopping: EarlyStoppingSettings, phase: str = "grpo") -> list:
     """The JSONL logger (``output_dir/metrics.jsonl``, one line per logged step with its
     ``phase``) and, when ``patience`` > 0, early stopping on ``early_stopping.metric``."""
@@ -69,8 +114,8 @@ def trainer_callbacks(output_dir: Path, early_stopping: EarlyStoppingSettings, p
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and self.stopper.update(logs.get(early_stopping.metric)):
                 control.should_training_stop = True
-                print(f"early stopping at step {state.global_step}: {early_stopping.metric} has not improved "
-                      f"for {early_stopping.patience} logs")
+                log.info("early stopping at step %d: %s has not improved for %d logs", state.global_step,
+                         early_stopping.metric, early_stopping.patience)
 
     callbacks = [JsonlLogger()]
     if early_stopping.patience > 0:

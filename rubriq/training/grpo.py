@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rubriq.training.callbacks import quiet_progress
 from rubriq.training.generation import install_prefix_generate
 from rubriq.training.rewards import RubricRewards
 
@@ -83,9 +84,11 @@ def build_grpo_trainer(model: Any, tokenizer: Any, rows: list[dict], rewards: Ru
     if args.use_vllm:
         _require("vllm", "grpo.use_vllm")
     peft_config = LoraConfig(task_type="CAUSAL_LM", **lora) if lora else None
-    return _trainer_class()(model=model, reward_funcs=funcs, args=args, train_dataset=rows_to_dataset(rows),
-                            processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks,
-                            shared_prompt_prefill=shared_prompt_prefill)
+    trainer = _trainer_class()(model=model, reward_funcs=funcs, args=args, train_dataset=rows_to_dataset(rows),
+                               processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks,
+                               shared_prompt_prefill=shared_prompt_prefill)
+    quiet_progress(trainer)
+    return trainer
 
 
 def _require(module: str, setting: str) -> None:

@@ -125,3 +125,43 @@ def tiny_model(tokenizer, seed: int = 0, hidden_size: int = 64, layers: int = 2)
     )
     torch.manual_seed(seed)
     return LlamaForCausalLM(config)
+
+
+# -- what a saved policy folder says about itself ----------------------------------------------
+POLICY_INFO = "rubriq_policy.json"
+"""Written beside every model RubriQ saves (``train_rubriq.save_final``): the prompt style and
+formats it was trained on, its base model, and where its SFT warm-start lies (relative)."""
+
+EMBEDDED_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def read_policy_info(folder: str | Path) -> dict:
+    """The folder's ``rubriq_policy.json`` (``{}`` for models RubriQ did not train).
+
+    >>> read_policy_info("/nonexistent")
+    {}
+    """
+    import json
+
+    path = Path(folder) / POLICY_INFO
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ModelUnavailable(f"{path} is not valid JSON ({exc})") from None
+
+
+def adapter_base(folder: str | Path) -> str:
+    """The base model of a PEFT adapter folder, resolved: a relative ``base_model_name_or_path``
+    (RubriQ writes ``../sft/model`` so that a run folder can be moved) is taken relative to the
+    adapter folder, not to the working directory."""
+    import json
+
+    folder = Path(folder)
+    base = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
+    if base and not Path(base).is_absolute() and (folder / base).exists():
+        return str((folder / base).resolve())
+    if base and Path(base).is_absolute() and not Path(base).exists():
+        raise ModelUnavailable(f"{folder}: its base model {base} does not exist (moved or deleted run folder?)")
+    return base

@@ -28,6 +28,7 @@ prompt order is a seeded permutation per epoch, so ``--resume`` replays the same
 from __future__ import annotations
 
 import json
+import logging
 import math
 import random
 import time
@@ -36,6 +37,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -368,7 +371,7 @@ class PPOTrainer:
                     self.save(self.output_dir / f"checkpoint-{self.step}")
                 progress.update(task, completed=self.step)
                 if any(cb(log) for cb in self.callbacks):
-                    print(f"early stopping at PPO step {self.step}")
+                    log.info("early stopping at PPO step %d", self.step)
                     break
         if self.writer is not None:
             self.writer.close()

@@ -62,7 +62,7 @@ def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickst
     from rubriq.evaluation.sampling import save_records
     from rubriq.training.config import TrainSettings
     from rubriq.training.models import EMBEDDED, prepare_embedded
-    from rubriq.training.train_rubriq import build, load_base, load_rows, warm_start, write_run_info
+    from rubriq.training.train_rubriq import build, load_base, load_rows, save_final, warm_start, write_run_info
 
     out = Path(out_dir)
     settings = TrainSettings.from_yaml(config)
@@ -112,7 +112,7 @@ def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickst
     start = time.perf_counter()
     trainer = build(settings, max_steps=max_steps, policy=(tokenizer, model))
     trainer.train()
-    trainer.save_model(str(out / "train" / "final"))
+    save_final(trainer, settings, out / "train" / "final")
     model = trainer.model
     seconds["grpo"] = time.perf_counter() - start
     evaluate(PHASES[2], "6/6")

@@ -23,6 +23,8 @@ qc.cx(0, 1)
 
 from __future__ import annotations
 
+from rubriq.training.callbacks import quiet_progress
+
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,7 @@ def run_sft(model: Any, tokenizer: Any, rows: list[dict], output_dir: str | Path
     peft_config = LoraConfig(task_type="CAUSAL_LM", **lora) if lora else None
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(rows, max_reference_chars),
                          processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks)
+    quiet_progress(trainer)
     trainer.train()
     trained = trainer.model
     if lora:

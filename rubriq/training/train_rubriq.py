@@ -24,8 +24,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import sys
 from pathlib import Path
+
+log = logging.getLogger("rubriq.training")
 
 # Run as a script (`python rubriq/training/train_rubriq.py`, `accelerate launch ...`): make the
 # repository importable when the package is not installed.
@@ -180,8 +183,8 @@ def warn_cpu_precision(settings) -> None:
         sections.append(("sft.args", settings.sft.args))
     for section, args in sections:
         if args.get("bf16", True):
-            print(f"warning: {section}.bf16 is on (TRL's default) and there is no GPU: set bf16: false for CPU "
-                  "training (bf16 is emulated and very slow here)", file=sys.stderr)
+            log.warning("%s.bf16 is on (TRL's default) and there is no GPU: set bf16: false for CPU training "
+                        "(bf16 is emulated and very slow here)", section)
 
 
 def write_run_info(settings) -> None:
@@ -210,13 +213,70 @@ def train(settings, max_steps: int | None = None, resume: bool = False) -> Path:
     output_dir = Path(settings.output_dir)
     checkpoint = last_checkpoint(output_dir) if resume else None
     if resume and checkpoint is None:
-        print(f"no checkpoint in {output_dir}: starting from scratch", file=sys.stderr)
+        log.warning("no checkpoint in %s: starting from scratch", output_dir)
     trainer = build(settings, max_steps, resume=resume)
     trainer.train(resume_from_checkpoint=checkpoint)
-    final = output_dir / "final"
-    trainer.save_model(str(final))
+    final = save_final(trainer, settings, output_dir / "final")
     write_reward_stats(output_dir, trainer.rubriq_rewards)
     return final
+
+
+def prompt_style_of_rows(rows: list[dict]) -> str:
+    """``full`` when the prompts carry the paper's system message, else ``compact``.
+
+    >>> prompt_style_of_rows([{"prompt": [{"role": "user", "content": "QFT"}]}])
+    'compact'
+    """
+    first = (rows[0].get("prompt") or [{}])[0] if rows else {}
+    return "full" if first.get("role") == "system" else "compact"
+
+
+def save_final(trainer, settings, folder: Path) -> Path:
+    """Save the trained policy to ``folder`` so that the folder can be moved and says what it is:
+
+    - the adapter's base (the SFT warm-start, ``output_dir/sft/model``) is recorded relative to
+      the folder (``../sft/model``; ``rubriq.training.models.adapter_base`` resolves it);
+    - ``rubriq_policy.json``: the prompt style and formats it was trained on (read by
+      ``synthesize``, ``evaluate`` and the app, which prompt the way the policy was trained), the
+      real base model and the training algorithm and reward;
+    - ``README.md``: a model card naming the base model (PEFT's card would say ``None``)."""
+    import os
+
+    from rubriq.training.models import EMBEDDED, EMBEDDED_HUB_ID, POLICY_INFO
+
+    folder = Path(folder)
+    trainer.save_model(str(folder))
+    if _rank() != 0:
+        return folder
+    config_path = folder / "adapter_config.json"
+    adapter_base = None
+    if config_path.is_file():
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        base = config.get("base_model_name_or_path")
+        if base and Path(base).is_absolute() and Path(base).exists():
+            adapter_base = os.path.relpath(base, folder.resolve())
+            config["base_model_name_or_path"] = adapter_base
+            config_path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+    rows = load_rows(settings)
+    name = settings.model.name_or_path
+    base_model = ("a tiny random Llama (tests)" if settings.model.tiny else
+                  f"{EMBEDDED_HUB_ID} (embedded)" if name == EMBEDDED else name)
+    info = {"prompt_style": prompt_style_of_rows(rows), "formats": sorted({r.get("format", "qasm2") for r in rows}),
+            "base_model": base_model, "tiny": settings.model.tiny, "adapter_base": adapter_base,
+            "sft_warm_start": settings.sft.enabled, "algorithm": settings.algorithm, "reward": settings.reward.kind}
+    (folder / POLICY_INFO).write_text(json.dumps(info, indent=2), encoding="utf-8")
+    card = ["---", "library_name: peft", "pipeline_tag: text-generation",
+            "tags: [rubriq, quantum-circuit-synthesis, trl, " + settings.algorithm + "]", "---", "",
+            "# RubriQ policy", "",
+            f"Fine-tuned from **{base_model}** with RubriQ: "
+            + ("SFT warm-start on reference circuits, then " if settings.sft.enabled else "")
+            + f"{settings.algorithm.upper()} with the `{settings.reward.kind}` reward.", "",
+            f"- prompt style: `{info['prompt_style']}`; formats: {', '.join(info['formats'])}",
+            f"- adapter base: `{adapter_base or name}`" + (" (relative to this folder)" if adapter_base else ""),
+            "", "Use it with `rubriq synthesize ... --model <this folder>` or `rubriq evaluate --model <this "
+            "folder>`; both prompt the way it was trained (rubriq_policy.json).", ""]
+    (folder / "README.md").write_text("\n".join(card), encoding="utf-8")
+    return folder
 
 
 def write_reward_stats(output_dir: Path, rewards) -> Path:
@@ -232,12 +292,19 @@ def write_reward_stats(output_dir: Path, rewards) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rubriq_config", required=True, help="training YAML (see configs/)")
+    # the paper's spelling (--max_steps) and the usual CLI one (--max-steps) both work
+    parser.add_argument("--rubriq_config", "--rubriq-config", required=True, metavar="YAML",
+                        help="training YAML (see configs/)")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
-    parser.add_argument("--max_steps", type=int, default=None, help="override the RL max_steps")
-    parser.add_argument("--output_dir", default=None, help="override output_dir")
-    parser.add_argument("--print_config", action="store_true", help="print the resolved settings and exit")
+    parser.add_argument("--max_steps", "--max-steps", type=int, default=None, metavar="N",
+                        help="override the RL max_steps (>= 1)")
+    parser.add_argument("--output_dir", "--output-dir", default=None, metavar="DIR", help="override output_dir")
+    parser.add_argument("--print_config", "--print-config", action="store_true",
+                        help="print the resolved settings and exit")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.max_steps is not None and args.max_steps < 1:
+        parser.error(f"--max_steps must be >= 1, got {args.max_steps}")
     from rubriq.config import ConfigError
     from rubriq.training.config import TrainSettings
 
