@@ -120,8 +120,12 @@ def quiet_libraries(verbose: bool) -> None:
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
     if verbose:
         return
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # read when transformers is imported
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # "Saving the dataset" bars
+    if "datasets" in sys.modules:  # already imported (an embedding program, the tests): tell it directly
+        sys.modules["datasets"].disable_progress_bars()
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].logging.set_verbosity_error()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -150,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     """The ``rubriq`` console script: usage errors as one line, internal errors without a
     traceback (unless ``--verbose``), documented exit codes."""
     args = sys.argv[1:] if argv is None else argv
+    STATE["verbose"] = False
     try:
         code = app(args=args, prog_name="rubriq", standalone_mode=False)
     except TyperException as exc:  # a usage error found by the parser (unknown option, missing value ...)
@@ -338,20 +343,20 @@ def data_build(
     check(not out.is_file(), "--out", f"{out} is a file, not a folder")
     with reported():
         report = build_all(out, small=small, collections=names, suite_dir=suite_dir, seed=seed)
-    table = _table(f"datasets written to {out}", "dataset", "rows train/val/test", "targets train/val/test",
-                   "T0 buckets selected/available", "skipped", keep_whole=("dataset",))
+    table = _table(f"datasets written to {out} (counts: train/validation/test; T0 buckets: selected/available)",
+                   "dataset", "rows", "targets", "T0 buckets", "circuits skipped", keep_whole=("dataset",))
     for name, info in report.items():
         if name == "unavailable":
             continue
         rows, tgts = info["rows"], info["targets"]
-        buckets = "" if name == "prompts" else ", ".join(
-            f"{b}: {v['selected']}/{v['available']}" for b, v in info["buckets"].items())
+        buckets = "" if name == "prompts" else "; ".join(
+            f"{b} {v['selected']}/{v['available']}" for b, v in info["buckets"].items())
         skipped = "" if name == "prompts" else ", ".join(f"{k}: {v}" for k, v in info["skipped"].items())
         table.add_row(name, *("/".join(str(counts.get(k, 0)) for k in ("train", "validation", "test"))
                               for counts in (rows, tgts)), buckets, escape(skipped))
     console.print(table)
     for name, why in report.get("unavailable", {}).items():
-        console.print(f"skipped collection {name}: {why}", markup=False, soft_wrap=True)
+        console.print(f"skipped collection {name}: {why}", markup=False)
 
 
 @data_app.command("fetch")
