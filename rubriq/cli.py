@@ -197,12 +197,21 @@ def _read_input(path: str, flag: str = "FILE", allow_empty: bool = True) -> str:
 
 
 def _check_target(name: str | None, qubits: int | None, flag: str = "--target") -> None:
+    """The target name is known and ``--qubits`` is given and in its range (by flag name, not
+    by the library's ``num_qubits``)."""
     from rubriq.targets import TARGETS
 
     if name is not None:
         check(name in TARGETS, flag, f"unknown target {name!r}; known: {', '.join(TARGETS)} (rubriq targets)")
     if qubits is not None:
         check(qubits >= 1, "--qubits", f"must be >= 1, got {qubits}")
+    if name is None or name == "circuit":
+        return
+    cls = TARGETS[name]
+    check(qubits is not None, "--qubits", f"the target {name} needs its number of qubits ({cls.min_qubits}-"
+                                          f"{cls.max_qubits})")
+    check(cls.min_qubits <= qubits <= cls.max_qubits, "--qubits",
+          f"{name} takes {cls.min_qubits}-{cls.max_qubits} qubits, got {qubits}")
 
 
 def _check_model(model: str, flag: str = "--model") -> None:
@@ -802,7 +811,7 @@ def synthesize(
         except SpecNotUnderstood as exc:
             fail(str(exc), "SPEC")
         except ValueError as exc:  # recognized, but the size or a parameter is out of range
-            fail(str(exc), "SPEC")
+            fail(str(exc).replace("num_qubits", "the number of qubits"), "SPEC")
     _check_model(model)
     style = prompt_style_of(model)
     console.print(f"target: {tgt!r}; prompting {model} with its {style} {fmt} prompt", markup=False)

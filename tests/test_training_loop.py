@@ -76,9 +76,12 @@ def test_rl_adapter_after_sft_records_the_sft_model_as_its_base(tokenizer, tmp_p
     (tmp_path / "t.yaml").write_text(yaml.safe_dump(config))
     assert main(["--rubriq_config", str(tmp_path / "t.yaml")]) == 0
     final = tmp_path / "run" / "final"
-    base = json.loads((final / "adapter_config.json").read_text())["base_model_name_or_path"]
+    recorded = json.loads((final / "adapter_config.json").read_text())["base_model_name_or_path"]
+    assert recorded == "../sft/model"  # relative to the adapter folder: the run folder can move
+    from rubriq.training.models import adapter_base, tiny_model
+
+    base = adapter_base(final)
     assert base == str((tmp_path / "run" / "sft" / "model").resolve())
-    from rubriq.training.models import tiny_model
 
     _, model = load_policy(str(final))
     loaded = model.get_base_model().model.layers[0].self_attn.q_proj.base_layer.weight

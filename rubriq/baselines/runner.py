@@ -154,7 +154,7 @@ def run_suite(circuits: list[SuiteCircuit], methods: list[str], published: dict[
                 row.results[m] = done[(row.circuit.name, m)]
             else:
                 todo.append((row, m))
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rubriq.progress import progress as progress_bar
 
     def finished(row: Row, method: str, result: MethodResult) -> None:
         result.circuit = None  # reports need the numbers only
@@ -164,14 +164,11 @@ def run_suite(circuits: list[SuiteCircuit], methods: list[str], published: dict[
         if on_row is not None:
             on_row([r for r in rows if len(r.results) == len(methods)])
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress) as bar:
-        task = bar.add_task("baselines", total=len(todo))
+    with progress_bar(f"baselines ({len(todo)} circuit x method cells)", len(todo), enabled=progress) as bar:
         if workers == 1:
             for row, m in todo:
-                bar.update(task, description=f"{m} on {row.circuit.name}")
                 finished(row, m, run_method(row.circuit, m, route_timeout_s))
-                bar.advance(task)
+                bar.advance(1)
         else:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -189,8 +186,7 @@ def run_suite(circuits: list[SuiteCircuit], methods: list[str], published: dict[
                     name = futures[future]
                     for m, result in future.result().items():
                         finished(by_name[name], m, result)
-                        bar.advance(task)
-                    bar.update(task, description=f"{name} done")
+                        bar.advance(1)
     for row in rows:
         portfolio(row)
     return rows

@@ -1,0 +1,59 @@
+"""The one bounded cache RubriQ uses (results by text, scores by circuit, results by target).
+
+``functools.lru_cache`` caches function calls, not values put in by hand with a size bound and
+hit counting, which is what the evaluators need; ``OrderedDict`` gives the LRU order.
+
+>>> cache = LRUCache(2)
+>>> cache["a"] = 1; cache["b"] = 2; _ = cache.get("a"); cache["c"] = 3
+>>> sorted(cache.keys()), "b" in cache
+(['a', 'c'], False)
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Generic, Hashable, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LRUCache(Generic[K, V]):
+    """At most ``maxsize`` entries; reading or writing an entry makes it the most recent."""
+
+    def __init__(self, maxsize: int) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be >= 1, got {maxsize}")
+        self.maxsize = maxsize
+        self._data: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K, default: V | None = None) -> V | None:
+        """The value of ``key`` (now the most recent), or ``default``."""
+        if key not in self._data:
+            return default
+        self._data.move_to_end(key)
+        return self._data[key]
+
+    def __getitem__(self, key: K) -> V:
+        value = self._data[key]
+        self._data.move_to_end(key)
+        return value
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.maxsize:
+            self._data.popitem(last=False)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def keys(self):
+        """The keys, least recent first."""
+        return self._data.keys()
+
+    def clear(self) -> None:
+        self._data.clear()
