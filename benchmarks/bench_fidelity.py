@@ -29,7 +29,7 @@ from qiskit import QuantumCircuit, qasm2, transpile  # noqa: E402
 
 from rubriq.config import FidelityConfig, RubricConfig  # noqa: E402
 from rubriq.evaluator import RubriQEvaluator  # noqa: E402
-from rubriq.rubric.gates import canonical_ops  # noqa: E402
+from rubriq.circuit.gates import canonical_ops  # noqa: E402
 from rubriq.sim.exact import unitary_fidelity  # noqa: E402
 from rubriq.sim.sampled import sampled_fidelity  # noqa: E402
 from rubriq.targets import make_target  # noqa: E402

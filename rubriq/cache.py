@@ -12,7 +12,7 @@ hit counting, which is what the evaluators need; ``OrderedDict`` gives the LRU o
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Generic, Hashable, TypeVar
+from typing import Callable, Generic, Hashable, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -21,10 +21,12 @@ V = TypeVar("V")
 class LRUCache(Generic[K, V]):
     """At most ``maxsize`` entries; reading or writing an entry makes it the most recent."""
 
-    def __init__(self, maxsize: int) -> None:
+    def __init__(self, maxsize: int, on_evict: Callable[[V], None] | None = None) -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize must be >= 1, got {maxsize}")
         self.maxsize = maxsize
+        self.on_evict = on_evict
+        """Called with each value pushed out (an evaluator's worker processes are closed)."""
         self._data: OrderedDict[K, V] = OrderedDict()
 
     def get(self, key: K, default: V | None = None) -> V | None:
@@ -43,7 +45,9 @@ class LRUCache(Generic[K, V]):
         self._data[key] = value
         self._data.move_to_end(key)
         while len(self._data) > self.maxsize:
-            self._data.popitem(last=False)
+            _, evicted = self._data.popitem(last=False)
+            if self.on_evict is not None:
+                self.on_evict(evicted)
 
     def __contains__(self, key: object) -> bool:
         return key in self._data

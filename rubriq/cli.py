@@ -245,7 +245,7 @@ def score(
     """Score one completion with the rubric and print the breakdown. Exit 0: scored; 1: nothing
     could be parsed or scored (the reason is printed); 2: bad input."""
     from rubriq.config import RubricConfig
-    from rubriq.evaluation.metrics import is_correct
+    from rubriq.evaluator.result import is_correct
     from rubriq.evaluator import RubriQEvaluator
 
     _check_target(target, qubits)
@@ -261,7 +261,7 @@ def score(
         evaluator = RubriQEvaluator(target_algorithm=target, num_qubits=qubits, config=cfg, **params)
     result = evaluator.evaluate(text)
     threshold = cfg.fidelity.correct_threshold
-    correct = is_correct(result.to_dict(), 1 - threshold)
+    correct = is_correct(result, threshold)
     if as_json:
         print(json.dumps({**result.to_dict(), "correct": correct, "correct_threshold": threshold}, indent=2))
     else:
@@ -643,7 +643,7 @@ def hardware_run(
 @hardware_app.command("backends")
 def hardware_backends() -> None:
     """The backend catalog: qubits, topology, native gates, depth budget, error rates and sources."""
-    from rubriq.hardware.catalog import CATALOG, error_rates
+    from rubriq.circuit.backends import CATALOG, error_rates
 
     table = _table("RubriQ backend catalog (names for --backend)", "backend", "device", "qubits", "topology",
                    "max depth", "native gates", keep_whole=("backend",))
@@ -686,6 +686,7 @@ def evaluate(
     """Sample a policy on a split and compute the paper's metrics (docs/metrics.md)."""
     from rubriq.baselines.compilers import METHODS
     from rubriq.evaluation.evaluate import EvalRequest, run_evaluation
+    from rubriq.tables import fmt
 
     _check_sampling(samples, temperature, max_new_tokens, "--samples")
     check(max_prompts >= 0, "--max-prompts", f"must be >= 0 (0: all), got {max_prompts}")
@@ -706,7 +707,6 @@ def evaluate(
     ks = sorted(int(k.removeprefix("pass@")) for k in s if k.startswith("pass@"))
     table = _table(f"{model} on {dataset} [{split}] ({s['completions']} completions)", "metric", "value",
                    keep_whole=("metric",))
-    fmt = lambda v, d=3: "-" if v is None else f"{v:.{d}f}"  # noqa: E731
     for label, value in (("parse rate", fmt(s["parse_rate"], 2)), ("mean F_avg", fmt(s["mean_fidelity"])),
                          (f"correct (F_avg >= {1 - eps:g})", fmt(s["correct_rate"], 2)),
                          ("C = T0/T over correct", fmt(s["compression"], 2)), ("MNTC", fmt(s["mntc"])),

@@ -91,7 +91,7 @@ class TCountConfig:
 
 @dataclass(frozen=True)
 class HardwareConfig:
-    """Parameters of S_H (paper eqs. 9-10); the backends come from ``rubriq.hardware.catalog``.
+    """Parameters of S_H (paper eqs. 9-10); the backends come from ``rubriq.circuit.backends``.
 
     S_H = max_b [w_q 1[n <= Q_b] + w_d 1[D <= D_b] + w_n NativeFrac_b + w_r exp(-lambda SwapOH_b)].
     The four sub-weights must sum to 1 so that S_H lies in [0, 1].  The paper names the terms

@@ -318,7 +318,7 @@ def test_internal_errors_have_no_traceback_unless_verbose(monkeypatch, capsys):
 
 # -- output --------------------------------------------------------------------------------------------
 def test_tables_fit_80_columns_and_keep_every_name_whole(monkeypatch, capsys):
-    from rubriq.hardware.catalog import CATALOG
+    from rubriq.circuit.backends import CATALOG
     from rubriq.targets import TARGETS
 
     monkeypatch.setenv("COLUMNS", "80")

@@ -18,7 +18,7 @@ from qiskit.quantum_info import Operator
 from rubriq.config import ExtractionConfig
 from rubriq.extract.cascade import extract
 from rubriq.extract.qasm import plain_qiskit_load
-from rubriq.rubric.gates import strip_non_unitary
+from rubriq.circuit.gates import strip_non_unitary
 
 # (name, qubits, parameters): gates both qelib1.inc and stdgates.inc define
 GATES = [("h", 1, 0), ("x", 1, 0), ("y", 1, 0), ("z", 1, 0), ("s", 1, 0), ("sdg", 1, 0), ("t", 1, 0),

@@ -10,7 +10,7 @@ from qiskit.quantum_info import Operator
 
 from rubriq.config import FidelityConfig, RubricConfig
 from rubriq.evaluator import RubriQEvaluator
-from rubriq.rubric.gates import canonical_ops
+from rubriq.circuit.gates import canonical_ops
 from rubriq.sim.exact import SimulationTooLargeError, simulate, unitary_fidelity
 from rubriq.sim.sampled import sampled_fidelity
 from rubriq.sim.torch_backend import BackendUnavailable

@@ -10,8 +10,8 @@ from qiskit.circuit.random import random_circuit
 from qiskit.quantum_info import Operator, Statevector
 
 from rubriq.evaluator import RubriQEvaluator
-from rubriq.rubric.facts import CircuitFacts
-from rubriq.rubric.gates import canonical_ops
+from rubriq.circuit.facts import CircuitFacts
+from rubriq.circuit.gates import canonical_ops
 from rubriq.sim.exact import SimulationTooLargeError, state_fidelity, unitary_fidelity
 from rubriq.targets import make_target
 

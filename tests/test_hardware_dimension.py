@@ -6,10 +6,10 @@ import pytest
 from qiskit import QuantumCircuit
 
 from rubriq.config import HardwareConfig, RubricConfig
-from rubriq.hardware.catalog import CATALOG, UnknownBackendError, get_backend
+from rubriq.circuit.backends import CATALOG, UnknownBackendError, get_backend
 from rubriq.rubric import hardware
 from rubriq.rubric.base import ScoringContext
-from rubriq.rubric.facts import CircuitFacts
+from rubriq.circuit.facts import CircuitFacts
 
 
 def fit(circuit: QuantumCircuit, **cfg):

@@ -13,7 +13,7 @@ from qiskit import QuantumCircuit, qasm2
 pytest.importorskip("qiskit_aer")
 pytest.importorskip("qiskit_ionq")
 
-from rubriq.hardware.catalog import CATALOG, error_rates, get_backend  # noqa: E402
+from rubriq.circuit.backends import CATALOG, error_rates, get_backend  # noqa: E402
 from rubriq.hardware.emulate import ideal_distribution, kl_divergence, with_measurements  # noqa: E402
 from rubriq.hardware.submit_ibm_ionq import HardwareRun, load_circuits, main, write_results  # noqa: E402
 from rubriq.hardware.transpile import transpile_for  # noqa: E402

@@ -2,7 +2,8 @@
 
 import pytest
 
-from rubriq.evaluation.metrics import is_correct, pass_at_k, summarize, summarize_by, violates
+from rubriq.evaluation.metrics import pass_at_k, summarize, summarize_by, violates
+from rubriq.evaluator.result import is_correct
 
 
 def res(f=1.0, t=2, reward=0.8, parsed=True, fits=True, scores=None):
@@ -40,7 +41,7 @@ def test_parse_rate_violations_strategy_mix_and_dimension_means():
     assert s["dimensions"]["hardware"] == 0.75  # failures count 0
     assert s["mean_reward"] == pytest.approx(0.6)
     assert violates(res(parsed=False)) is None and is_correct(res(f=0.989)) is False
-    assert is_correct(res(f=0.989), eps=0.02) is True
+    assert is_correct(res(f=0.989), threshold=0.98) is True
 
 
 def test_pass_at_k_per_prompt():

@@ -10,8 +10,8 @@ from qiskit.circuit import Gate
 from rubriq.extract.qasm import QASMLimits, load_qasm
 from rubriq.rubric import clifford, tcount
 from rubriq.rubric.base import ScoringContext
-from rubriq.rubric.facts import CircuitFacts
-from rubriq.rubric.gates import Op, canonical_ops
+from rubriq.circuit.facts import CircuitFacts
+from rubriq.circuit.gates import Op, canonical_ops
 from rubriq.rubric.tcount import gate_t_cost, rotation_t_cost, t_count
 from tests.conftest import qasm2
 

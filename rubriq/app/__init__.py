@@ -62,17 +62,19 @@ def load_app_policy(model: str):
     return load_policy(model)
 
 
-def _fmt(value: Any) -> str:
+def _full_precision(value: Any) -> str:
     if isinstance(value, float):
         return repr(value)  # full precision: the page shows the evaluator's number, not a rounding
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+        return "[" + ", ".join(_full_precision(v) for v in value) + "]"
     return "-" if value is None else str(value)
 
 
 def metrics_markdown(view: handlers.ScoreView) -> str:
     rows = [("reward", view.reward), *view.metrics.items(), ("strategy", view.strategy)]
-    return "| quantity | value |\n|---|---|\n" + "\n".join(f"| {k} | {_fmt(v)} |" for k, v in rows)
+    from rubriq.tables import markdown_table
+
+    return "\n".join(markdown_table(["quantity", "value"], [[k, _full_precision(v)] for k, v in rows]))
 
 
 def scores_figure(view: handlers.ScoreView):

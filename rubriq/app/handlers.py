@@ -17,11 +17,13 @@ import logging
 import math
 import multiprocessing
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from rubriq.cache import LRUCache
+from rubriq.evaluator.result import is_correct
+from rubriq.rubric.engine import DIMENSION_NAMES
 from rubriq.config import RubricConfig
 from rubriq.evaluator import RubriQEvaluator
 from rubriq.evaluator.result import EvaluationResult
@@ -130,7 +132,7 @@ class ScoreView:
     result: dict[str, Any] = field(repr=False)
 
 
-_EVALUATORS: OrderedDict[str, RubriQEvaluator] = OrderedDict()
+_EVALUATORS: LRUCache[str, RubriQEvaluator] = LRUCache(8, on_evict=lambda evaluator: evaluator.close())
 _LOCK = threading.Lock()
 
 
@@ -140,12 +142,8 @@ def evaluator_for(target: Target, config: RubricConfig | None = None) -> RubriQE
     with _LOCK:
         hit = _EVALUATORS.get(key)
         if hit is not None:
-            _EVALUATORS.move_to_end(key)
             return hit
-        evaluator = RubriQEvaluator(target=target, config=config)
-        _EVALUATORS[key] = evaluator
-        while len(_EVALUATORS) > 8:
-            _EVALUATORS.popitem(last=False)[1].close()
+        evaluator = _EVALUATORS[key] = RubriQEvaluator(target=target, config=config)
         return evaluator
 
 
@@ -161,7 +159,7 @@ def score_text(text: str, target_name: str, qubits: float | int | None = None, p
 def view_of(result: EvaluationResult, threshold: float) -> ScoreView:
     from qiskit import qasm2
 
-    correct = result.average_fidelity is not None and result.average_fidelity >= threshold
+    correct = is_correct(result, threshold)
     if result.error_type:
         summary = (f"**reward {result.reward:.4f}**: not scored, `{result.error_type}` error: {result.error}")
     else:
@@ -170,7 +168,7 @@ def view_of(result: EvaluationResult, threshold: float) -> ScoreView:
         summary = (f"**reward {result.reward:.4f}**: {'correct' if correct else 'NOT correct'}, "
                    f"{fid} = {result.average_fidelity:.6f} {'>=' if correct else '<'} {threshold}{verdict}")
     scores = [(name, float(result.scores[name]), float(result.weights.get(name, math.nan)))
-              for name in ("clifford", "tcount", "hardware", "fidelity", "efficiency")]
+              for name in DIMENSION_NAMES]
     metrics = {
         "T-count": result.t_count, "depth": result.depth, "qubits": result.num_qubits, "gates": result.num_gates,
         "F_process": result.process_fidelity, "F_avg": result.average_fidelity,
@@ -238,7 +236,7 @@ def synthesize_view(policy, spec: str, target_name: str = "", qubits: float | in
     for rank, c in enumerate(rows, 1):
         r = c["result"]
         f = r["average_fidelity"]
-        table.append([rank, round(r["reward"], 4), bool(f is not None and f >= threshold),
+        table.append([rank, round(r["reward"], 4), is_correct(r, threshold),
                       None if f is None else round(f, 6), r["t_count"], r["depth"],
                       r["strategy"] if r["parsed"] else f"{r['error_type']}: {str(r['error'])[:80]}"])
     parsed = sum(c["result"]["parsed"] for c in out.candidates)
@@ -277,7 +275,7 @@ def baselines_view(text: str, methods: list[str] | None = None, time_limit_s: fl
     each method in a separate process ended at ``time_limit_s``."""
     from rubriq.data.suites import make_entry
     from rubriq.extract.qasm import QASMError, QASMLimits, load_qasm
-    from rubriq.rubric.gates import UnsupportedCircuitError, strip_non_unitary
+    from rubriq.circuit.gates import UnsupportedCircuitError, strip_non_unitary
 
     text = check_text(text, "circuit")
     methods = [m for m in (methods or BASELINE_METHODS)]

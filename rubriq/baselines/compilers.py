@@ -21,12 +21,12 @@ from qiskit import QuantumCircuit, qasm2, transpile
 
 from rubriq.data.suites import CLIFFORD_T_BASIS, SUITE_LIMITS
 from rubriq.extract.qasm import load_qasm
-from rubriq.rubric.gates import canonical_ops, strip_non_unitary
+from rubriq.circuit.gates import canonical_ops, TRUSTED_MAX_GATES, strip_non_unitary
 from rubriq.rubric.tcount import t_count
 
 
 def count_t(circuit: QuantumCircuit) -> int:
-    return t_count(canonical_ops(circuit, max_gates=10**7))
+    return t_count(canonical_ops(circuit, max_gates=TRUSTED_MAX_GATES))
 
 
 def qiskit_o3(circuit: QuantumCircuit) -> QuantumCircuit:

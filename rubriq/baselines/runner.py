@@ -21,6 +21,8 @@ from pathlib import Path
 
 from qiskit import QuantumCircuit
 
+from rubriq.rubric.tcount import compression
+from rubriq.tables import fmt, markdown_table
 from rubriq.baselines.compilers import METHODS, count_t
 from rubriq.baselines.verify import verify
 from rubriq.data.suites import BUCKETS, SuiteCircuit
@@ -113,14 +115,6 @@ def portfolio(row: Row) -> None:
             winner, source = result, name
     if winner is not own:
         row.results["best"] = MethodResult(winner.t, own.seconds, winner.verdict, f"from {source}: {winner.detail}")
-
-
-def compression(t0: int, t: int | None) -> float | None:
-    """C = T0 / T; None when undefined (no output, or a Clifford circuit with T0 = 0);
-    inf when the output has no T gate left."""
-    if t is None or t0 == 0:
-        return None
-    return math.inf if t == 0 else t0 / t
 
 
 def mean_compression(values: list[float]) -> str:
@@ -252,7 +246,7 @@ def markdown(rows: list[Row], methods: list[str], title: str, published_columns:
                                           for p in published_columns]
     for m in methods:
         head += [f"T {m}", f"C {m}", f"s {m}"]
-    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    table = []
     for row in rows:
         c = row.circuit
         cells = [c.name, str(c.num_qubits), str(c.t0)] + [row.published.get(p, "") or "-" for p in published_columns]
@@ -260,11 +254,11 @@ def markdown(rows: list[Row], methods: list[str], title: str, published_columns:
             r = row.results[m]
             mark = "" if r.verified else "!"
             comp = compression(c.t0, r.t) if r.verified else None
-            cells += ["-" if r.t is None else f"{r.t}{mark}", "-" if comp is None else f"{comp:.2f}",
-                      f"{r.seconds:.1f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "## Summary per method and T0 bucket", "",
-              "| method | bucket | circuits | verified | mean C | MNTC = mean T/T0 |", "|---|---|---|---|---|---|"]
+            cells += ["-" if r.t is None else f"{r.t}{mark}", fmt(comp, 2), f"{r.seconds:.1f}"]
+        table.append(cells)
+    lines += markdown_table(head, table)
+    lines += ["", "## Summary per method and T0 bucket", ""]
+    summary = []
     for m in methods:
         for bucket in [b for b, _, _ in BUCKETS] + ["all"]:
             sel = [r for r in rows if bucket == "all" or r.circuit.bucket == bucket]
@@ -273,9 +267,9 @@ def markdown(rows: list[Row], methods: list[str], title: str, published_columns:
                 continue
             comps = [c for c in (compression(r.circuit.t0, r.results[m].t) for r in ok) if c is not None]
             mntc = [r.results[m].t / r.circuit.t0 for r in ok if r.circuit.t0 > 0]
-            lines.append(f"| {m} | {bucket} | {len(sel)} | {len(ok)} | {mean_compression(comps)} | "
-                         f"{statistics.mean(mntc):.3f} |" if mntc else
-                         f"| {m} | {bucket} | {len(sel)} | {len(ok)} | {mean_compression(comps)} | - |")
+            summary.append([m, bucket, str(len(sel)), str(len(ok)), mean_compression(comps),
+                            fmt(statistics.mean(mntc) if mntc else None)])
+    lines += markdown_table(["method", "bucket", "circuits", "verified", "mean C", "MNTC = mean T/T0"], summary)
     return "\n".join(lines) + "\n"
 
 

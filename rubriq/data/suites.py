@@ -30,7 +30,7 @@ from qiskit import QuantumCircuit, qasm2, transpile
 
 from rubriq.config import ExtractionConfig
 from rubriq.extract.qasm import QASMLimits, load_qasm
-from rubriq.rubric.gates import canonical_ops, multiple_of, strip_non_unitary
+from rubriq.circuit.gates import canonical_ops, TRUSTED_MAX_GATES, multiple_of, strip_non_unitary
 from rubriq.rubric.tcount import t_count
 
 BUCKETS = (("<80", 0, 80), ("80-140", 80, 141), (">140", 141, math.inf))
@@ -102,12 +102,12 @@ def to_clifford_t(circuit: QuantumCircuit) -> QuantumCircuit:
 
 
 def make_entry(collection: str, name: str, circuit: QuantumCircuit, source: str) -> SuiteCircuit:
-    return SuiteCircuit(collection, name, circuit, t_count(canonical_ops(circuit, max_gates=10**7)), source)
+    return SuiteCircuit(collection, name, circuit, t_count(canonical_ops(circuit, max_gates=TRUSTED_MAX_GATES)), source)
 
 
 def circuit_key(circuit: QuantumCircuit) -> str:
     """Hash of the canonical gate list: equal keys = the same circuit (deduplication)."""
-    ops = canonical_ops(circuit, max_gates=10**7)
+    ops = canonical_ops(circuit, max_gates=TRUSTED_MAX_GATES)
     text = f"{circuit.num_qubits}|" + ";".join(f"{o.name}{o.qubits}{tuple(round(p, 12) for p in o.params)}" for o in ops)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from rubriq.config import RubricConfig
 from rubriq.evaluation.metrics import DEFAULT_EPS, summarize, summarize_by
-from rubriq.training.config import EvalSettings
+from rubriq.evaluation.settings import EvalSettings
 
 TINY = "tiny"
 
@@ -154,6 +154,7 @@ def baseline_rows(rows: list[dict], methods: tuple[str, ...]) -> list[dict]:
     from rubriq.baselines.runner import run_suite
     from rubriq.data.suites import SuiteCircuit
     from rubriq.extract.qasm import load_qasm
+    from rubriq.rubric.tcount import compression
 
     seen, circuits = set(), []
     for r in rows:
@@ -168,5 +169,5 @@ def baseline_rows(rows: list[dict], methods: tuple[str, ...]) -> list[dict]:
         for m, res in row.results.items():
             out.append({"circuit": row.circuit.name, "family": row.circuit.source, "t0": row.circuit.t0,
                         "method": m, "t": res.t, "verified": res.verified,
-                        "compression": (row.circuit.t0 / res.t) if res.verified and res.t and row.circuit.t0 else None})
+                        "compression": compression(row.circuit.t0, res.t) if res.verified else None})
     return out

@@ -43,9 +43,11 @@ import statistics
 from collections import Counter, defaultdict
 from typing import Any, Iterable, Mapping
 
+from rubriq.evaluator.result import CORRECT_THRESHOLD, is_correct
 from rubriq.rubric.engine import DIMENSION_NAMES
+from rubriq.rubric.tcount import compression
 
-DEFAULT_EPS = 0.01
+DEFAULT_EPS = round(1 - CORRECT_THRESHOLD, 12)  # 0.01: correct = F_avg >= 1 - eps
 
 
 def _res(record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -53,15 +55,9 @@ def _res(record: Mapping[str, Any]) -> Mapping[str, Any]:
     return r.to_dict() if hasattr(r, "to_dict") else r
 
 
-def is_correct(result: Mapping[str, Any], eps: float = DEFAULT_EPS) -> bool:
-    """F_avg >= 1 - eps (an unparsed or unscored completion is never correct)."""
-    f = result.get("average_fidelity")
-    return bool(result.get("parsed")) and result.get("error_type") is None and f is not None and f >= 1 - eps
-
-
 def is_trivial(result: Mapping[str, Any], eps: float = DEFAULT_EPS) -> bool:
     """Parsed, not correct, and empty or Clifford-only (S_C = 1)."""
-    if not result.get("parsed") or result.get("error_type") is not None or is_correct(result, eps):
+    if not result.get("parsed") or result.get("error_type") is not None or is_correct(result, 1 - eps):
         return False
     return not result.get("num_gates") or float((result.get("scores") or {}).get("clifford", 0.0)) >= 1.0
 
@@ -76,9 +72,9 @@ def wrong_rewarded(results: list[Mapping[str, Any]], groups: list[Any], eps: flo
         by_group[g].append(r)
     count = 0
     for members in by_group.values():
-        floor = min((float(r.get("reward") or 0.0) for r in members if is_correct(r, eps)), default=None)
+        floor = min((float(r.get("reward") or 0.0) for r in members if is_correct(r, 1 - eps)), default=None)
         if floor is not None:
-            count += sum(1 for r in members if not is_correct(r, eps) and float(r.get("reward") or 0.0) >= floor)
+            count += sum(1 for r in members if not is_correct(r, 1 - eps) and float(r.get("reward") or 0.0) >= floor)
     return count
 
 
@@ -118,17 +114,18 @@ def summarize(records: Iterable[Mapping[str, Any]], eps: float = DEFAULT_EPS,
     if n == 0:
         return {"completions": 0}
     parsed = [r for r in results if r.get("parsed")]
-    correct = [is_correct(r, eps) for r in results]
+    correct = [is_correct(r, 1 - eps) for r in results]
     comp, mntc, t_zero = [], [], 0
     for rec, res, ok in zip(records, results, correct):
         t0, t = rec.get("t0"), res.get("t_count")
         if not ok or t0 is None or t is None or t0 <= 0:
             continue
         mntc.append(t / t0)
-        if t == 0:
+        c = compression(t0, t)
+        if c is not None and math.isinf(c):
             t_zero += 1
-        else:
-            comp.append(t0 / t)
+        elif c is not None:
+            comp.append(c)
     viol = [v for v in (violates(r) for r in results) if v is not None]
     fid = [r["average_fidelity"] for r in parsed if r.get("average_fidelity") is not None]
     tcounts = [r["t_count"] for r in parsed if r.get("t_count") is not None]
@@ -212,7 +209,7 @@ def _prompt_means(records: Iterable[Mapping[str, Any]], metric: str, eps: float)
     for i, rec in enumerate(records):
         res = _res(rec)
         groups[rec.get("prompt_id", i)].append(
-            float(is_correct(res, eps)) if metric == "correct" else float(res.get(metric) or 0.0))
+            float(is_correct(res, 1 - eps)) if metric == "correct" else float(res.get(metric) or 0.0))
     return {k: statistics.fmean(v) for k, v in groups.items()}
 
 
@@ -252,5 +249,5 @@ def batch_metrics(results: list, t0s: list[int | None], eps: float = DEFAULT_EPS
             **{f"errors/{k}": v / s["completions"] for k, v in s["errors"].items()}}
 
 
-__all__ = ["DEFAULT_EPS", "batch_metrics", "is_correct", "is_trivial", "mean_ci", "paired_prompt_difference",
+__all__ = ["DEFAULT_EPS", "batch_metrics", "is_trivial", "mean_ci", "paired_prompt_difference",
            "pass_at_k", "per_prompt_ci", "summarize", "summarize_by", "violates", "wrong_rewarded"]

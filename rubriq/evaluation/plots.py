@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-DIMENSIONS = ("clifford", "tcount", "hardware", "fidelity", "efficiency")
+from rubriq.rubric.engine import DIMENSION_NAMES
 
 
 def _pyplot():
@@ -73,7 +73,7 @@ def learning_curves(metrics: Iterable[dict], out: str | Path, title: str = "GRPO
     ax1.set_ylim(-0.02, 1.02)
     ax1.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=8, ncol=2)
     ax1.grid(alpha=0.3)
-    for dim in DIMENSIONS:
+    for dim in DIMENSION_NAMES:
         key = f"rewards/{dim}/mean"
         pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
         if pts:

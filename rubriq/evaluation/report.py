@@ -21,7 +21,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from rubriq.evaluation.metrics import DEFAULT_EPS, is_correct
+from rubriq.evaluation.metrics import DEFAULT_EPS
+from rubriq.evaluator.result import is_correct
+from rubriq.tables import fmt, format_ci, markdown_table  # noqa: F401 (format_ci: re-exported)
+from rubriq.rubric.tcount import compression
 from rubriq.evaluation.plots import _pyplot, learning_curves, legend_outside, plain_log_axis, read_metrics, save
 
 
@@ -105,7 +108,7 @@ def scatter_points(records: list[dict], eps: float = DEFAULT_EPS) -> dict[tuple[
     for r in records:
         res = r.get("result", {})
         if res.get("parsed") and res.get("average_fidelity") is not None and r.get("t0") and res.get("t_count"):
-            pts[(round(r["t0"] / res["t_count"], 9), round(res["average_fidelity"], 9), is_correct(res, eps))] += 1
+            pts[(round(compression(r["t0"], res["t_count"]), 9), round(res["average_fidelity"], 9), is_correct(res, 1 - eps))] += 1
     return dict(pts)
 
 
@@ -155,25 +158,6 @@ def variant_bars(runs: list[dict], out: Path) -> Path:
 
 
 # -- report blocks ------------------------------------------------------------------------------
-def _f(v: Any, d: int = 3) -> str:
-    return "-" if v is None else (f"{v:.{d}f}" if isinstance(v, float) else str(v))
-
-
-def format_ci(ci: Any, digits: int = 3) -> str:
-    """``mean [low, high]`` of a (mean, low, high) interval; the mean alone when the interval is a
-    point, ``-`` when undefined.
-
-    >>> format_ci((0.5, 0.25, 0.75), 2), format_ci((0.5, 0.5, 0.5)), format_ci((None, None, None))
-    ('0.50 [0.25, 0.75]', '0.500', '-')
-    """
-    m, lo, hi = ci if isinstance(ci, (tuple, list)) else (ci, None, None)
-    if m is None:
-        return "-"
-    if lo is None or lo == hi:
-        return f"{m:.{digits}f}"
-    return f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
 def bucket_table(records: list[dict], eps: float) -> list[list[str]]:
     """Table VI: residual error 1 - F_avg and correctness per T0 bucket."""
     rows = []
@@ -182,8 +166,8 @@ def bucket_table(records: list[dict], eps: float) -> list[list[str]]:
         groups.setdefault(str(r.get("bucket")), []).append(r)
     for bucket, recs in sorted(groups.items()):
         fids = [r["result"]["average_fidelity"] for r in recs if r["result"].get("average_fidelity") is not None]
-        rows.append([bucket, str(len(recs)), _f(statistics.fmean(1 - f for f in fids) if fids else None, 4),
-                     _f(sum(is_correct(r["result"], eps) for r in recs) / len(recs), 2)])
+        rows.append([bucket, str(len(recs)), fmt(statistics.fmean(1 - f for f in fids) if fids else None, 4),
+                     fmt(sum(is_correct(r["result"], 1 - eps) for r in recs) / len(recs), 2)])
     return rows
 
 
@@ -201,9 +185,9 @@ def build(inputs: list[Path], out: Path, key: str = "reward", threshold: float =
         blocks.append(("h2", "Training runs"))
         blocks.append(("table", ["run", "algorithm", "steps", "reward (last 5)", "C (last 5)", "correct (last 5)",
                                  "V (last 5)", f"first step with {key} >= {threshold:g}", "device-hours by phase"],
-                       [[r["name"], r["algorithm"], str(r["steps"]), _f(r["final_reward"]), _f(r["final_compression"], 2),
-                         _f(r["final_correct"], 2), _f(r["final_violation"], 2),
-                         _f((r["target"] or {}).get("step")) + (f" (epoch {r['target']['epoch']:.2f})"
+                       [[r["name"], r["algorithm"], str(r["steps"]), fmt(r["final_reward"]), fmt(r["final_compression"], 2),
+                         fmt(r["final_correct"], 2), fmt(r["final_violation"], 2),
+                         fmt((r["target"] or {}).get("step")) + (f" (epoch {r['target']['epoch']:.2f})"
                                                                if r["target"] and r["target"].get("epoch") else ""),
                          ", ".join(f"{k} {v:.4f}" for k, v in r["device_hours"].items()) or "-"] for r in runs]))
         for r in runs:
@@ -218,8 +202,8 @@ def build(inputs: list[Path], out: Path, key: str = "reward", threshold: float =
             rows = []
             for r in sens:
                 dim, sign, step = re.search(r"sens_([a-z]+)_(plus|minus)(\d+)$", r["name"]).groups()
-                rows.append([dim, ("+" if sign == "plus" else "-") + f"{int(step) / 100:.2f}", _f(r["final_reward"]),
-                             _f(r["final_compression"], 2), _f(r["final_correct"], 2)])
+                rows.append([dim, ("+" if sign == "plus" else "-") + f"{int(step) / 100:.2f}", fmt(r["final_reward"]),
+                             fmt(r["final_compression"], 2), fmt(r["final_correct"], 2)])
             blocks += [("h2", "Weight sensitivity (Table IV)"),
                        ("table", ["weight", "change", "reward", "C", "correct"], sorted(rows))]
     evals = [(name, path) for p in inputs for name, path in find_records(p)]
@@ -230,10 +214,10 @@ def build(inputs: list[Path], out: Path, key: str = "reward", threshold: float =
         k = max((int(r.get("sample", 0)) + 1 for recs in loaded.values() for r in recs), default=1)
         for name, records in loaded.items():
             s = summaries(records, eps, k)["overall"]
-            table.append([name, str(s["completions"]), _f(s["parse_rate"], 2), _f(s["mean_fidelity"]),
-                          _f(s["correct_rate"], 2), _f(s["compression"], 2), _f(s["mntc"], 3),
-                          _f(s["violation_rate"], 2), _f(s.get("pass@1"), 2), _f(s.get(f"pass@{k}"), 2),
-                          _f(s["mean_reward"]), _f(s["wrong_rewarded_rate"], 2)])
+            table.append([name, str(s["completions"]), fmt(s["parse_rate"], 2), fmt(s["mean_fidelity"]),
+                          fmt(s["correct_rate"], 2), fmt(s["compression"], 2), fmt(s["mntc"], 3),
+                          fmt(s["violation_rate"], 2), fmt(s.get("pass@1"), 2), fmt(s.get(f"pass@{k}"), 2),
+                          fmt(s["mean_reward"]), fmt(s["wrong_rewarded_rate"], 2)])
         blocks.append(("table", ["evaluation", "completions", "parse rate", "mean F_avg", "correct", "C (correct only)",
                                  "MNTC", "V", "pass@1", f"pass@{k}", "mean reward", "wrong rewarded"], table))
         drawn: dict[tuple, str] = {}
@@ -259,8 +243,8 @@ def build(inputs: list[Path], out: Path, key: str = "reward", threshold: float =
             if baseline:
                 blocks += [("h3", f"{folder.name}: compiler baselines on the same targets"),
                            ("table", ["target", "T0", "method", "T", "verified", "C"],
-                            [[b["circuit"], str(b["t0"]), b["method"], _f(b["t"]), str(b["verified"]),
-                              _f(b.get("compression"), 2)] for b in baseline])]
+                            [[b["circuit"], str(b["t0"]), b["method"], fmt(b["t"]), str(b["verified"]),
+                              fmt(b.get("compression"), 2)] for b in baseline])]
     if not runs and not evals:
         raise ValueError("no training run (metrics.jsonl) or evaluation (records.jsonl) in " +
                          ", ".join(map(str, inputs)))
@@ -279,8 +263,7 @@ def to_markdown(blocks: list[tuple]) -> str:
         elif b[0] == "p":
             lines += [b[1], ""]
         elif b[0] == "table":
-            lines += ["| " + " | ".join(b[1]) + " |", "|" + "---|" * len(b[1])]
-            lines += ["| " + " | ".join(r) + " |" for r in b[2]] + [""]
+            lines += markdown_table(b[1], b[2]) + [""]
         elif b[0] == "img":
             lines += [f"![{b[2]}]({b[1]})", ""]
     return "\n".join(lines)

@@ -93,15 +93,15 @@ def score(records: list[dict], config: RubricConfig | None = None, workers: int 
           chunk: int = 8) -> list[dict]:
     """Add the rubric ``result`` to each record (each distinct (target, text) scored once),
     ``chunk`` completions at a time so that the progress moves."""
+    from rubriq.evaluator.batch import BatchScorer
     from rubriq.progress import progress as progress_bar
-    from rubriq.training.rewards import RubricRewards
 
-    rewards = RubricRewards(config, workers=workers)
     out: list[dict] = []
-    with progress_bar(f"scoring ({len(records)} completions)", len(records), enabled=progress) as bar:
+    with BatchScorer(config, workers=workers) as scorer, \
+            progress_bar(f"scoring ({len(records)} completions)", len(records), enabled=progress) as bar:
         for start in range(0, len(records), chunk):
             part = records[start:start + chunk]
-            results = rewards.results([r["text"] for r in part], [r["target"] for r in part])
+            results = scorer.results([r["text"] for r in part], [r["target"] for r in part])
             out += [{**r, "result": res.to_dict()} for r, res in zip(part, results, strict=True)]
             bar.advance(len(part))
     return out

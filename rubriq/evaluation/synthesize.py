@@ -20,7 +20,8 @@ from typing import Any
 
 from qiskit import QuantumCircuit
 
-from rubriq.evaluation.metrics import DEFAULT_EPS, is_correct
+from rubriq.evaluation.metrics import DEFAULT_EPS
+from rubriq.evaluator.result import is_correct
 from rubriq.targets import TARGETS, Target, make_target
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ def synthesize(target: Target, model: str = "embedded", n: int = 16, fmt: str = 
     for rec in records:
         result = evaluator.evaluate(rec["text"])
         out.candidates.append({**rec, "result": result.to_dict(), "_circuit": result.circuit})
-    correct = [c for c in out.candidates if is_correct(c["result"], eps)]
+    correct = [c for c in out.candidates if is_correct(c["result"], 1 - eps)]
     if correct:
         out.best = max(correct, key=lambda c: c["result"]["reward"])
         out.circuit = out.best["_circuit"]
@@ -126,6 +127,6 @@ def post_pass(circuit: QuantumCircuit, evaluator, eps: float = DEFAULT_EPS) -> d
         if res.t_count is None or res.depth is None:
             continue
         better = res.t_count <= base.t_count and (res.t_count < base.t_count or res.depth < base.depth)
-        if is_correct(res.to_dict(), eps) and better and (best is None or res.reward > best["result"]["reward"]):
+        if is_correct(res, 1 - eps) and better and (best is None or res.reward > best["result"]["reward"]):
             best = {"method": name, "result": res.to_dict(), "circuit": candidate}
     return best

@@ -14,19 +14,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections import OrderedDict
 from typing import Any
 
 from qiskit import QuantumCircuit
 
 from rubriq.budget import BudgetExceeded, Deadline
+from rubriq.cache import LRUCache
 from rubriq.config import ExtractionConfig, RubricConfig
 from rubriq.evaluator.result import EvaluationResult
 from rubriq.extract.cascade import extract
 from rubriq.rubric.base import ScoringContext
 from rubriq.rubric.engine import RubricScores, score_facts
-from rubriq.rubric.facts import CircuitFacts
-from rubriq.rubric.gates import UnsupportedCircuitError
+from rubriq.circuit.facts import CircuitFacts
+from rubriq.circuit.gates import UnsupportedCircuitError
 from rubriq.sim import certified_first
 from rubriq.sim.exact import SimulationTooLargeError
 from rubriq.targets import Target, make_target
@@ -62,9 +62,8 @@ class RubriQEvaluator:
 
             certify.warm_up()  # the qcec worker's start-up is the target's cost, not a completion's
         self.context = ScoringContext(config=self.config, target=target)
-        self._cache: OrderedDict[str, EvaluationResult] = OrderedDict()
-        self._scores: OrderedDict[tuple, RubricScores] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache: LRUCache[str, EvaluationResult] = LRUCache(cache_size)
+        self._scores: LRUCache[tuple, RubricScores] = LRUCache(cache_size)
         self._executor = None
         self._executor_workers = 0
         self.stats = {"evaluations": 0, "text_cache_hits": 0, "circuit_cache_hits": 0, "scored": 0}
@@ -76,13 +75,9 @@ class RubriQEvaluator:
         key = text if isinstance(text, str) else repr(text)
         hit = self._cache.get(key)
         if hit is not None:
-            self._cache.move_to_end(key)
             self.stats["text_cache_hits"] += 1
             return hit
-        result = self._evaluate(text)
-        self._cache[key] = result
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        result = self._cache[key] = self._evaluate(text)
         return result
 
     def evaluate_circuit(self, circuit: QuantumCircuit, strategy: str = "circuit",
@@ -131,14 +126,10 @@ class RubriQEvaluator:
         key = facts.key()
         hit = self._scores.get(key)
         if hit is not None:
-            self._scores.move_to_end(key)
             self.stats["circuit_cache_hits"] += 1
             return hit
-        rubric = score_facts(facts, dataclasses.replace(self.context, deadline=deadline))
+        rubric = self._scores[key] = score_facts(facts, dataclasses.replace(self.context, deadline=deadline))
         self.stats["scored"] += 1
-        self._scores[key] = rubric
-        if len(self._scores) > self._cache_size:
-            self._scores.popitem(last=False)
         return rubric
 
     def evaluate_batch(self, texts: list[str], workers: int | None = None) -> list[EvaluationResult]:
@@ -156,13 +147,12 @@ class RubriQEvaluator:
             workers = (os.cpu_count() or 1) if len(todo) >= 8 else 1
         if workers > 1 and len(todo) > 1:
             try:
-                for text, result in zip(todo, self._pool(workers).map(_worker_evaluate, todo, chunksize=1)):
+                for text, result in zip(todo, self._pool(workers).map(_worker_evaluate, todo, chunksize=1),
+                                        strict=True):
                     self._cache[text] = result
             except Exception:  # a broken worker pool must not stop training: finish sequentially
                 self.close()
         results = {t: self.evaluate(t) for t in unique}
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
         return [results[t if isinstance(t, str) else repr(t)] for t in texts]
 
     def _pool(self, workers: int):

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from qiskit import QuantumCircuit
 
-ZERO_SCORES = {"clifford": 0.0, "tcount": 0.0, "hardware": 0.0, "fidelity": 0.0, "efficiency": 0.0}
+from rubriq.config import FidelityConfig
+from rubriq.rubric.engine import DIMENSION_NAMES
+
+CORRECT_THRESHOLD: float = FidelityConfig.correct_threshold
+"""F_avg at or above which a circuit is functionally correct (the paper's 0.99); a config's
+``fidelity.correct_threshold`` overrides it."""
+
+ZERO_SCORES = dict.fromkeys(DIMENSION_NAMES, 0.0)
 
 
 @dataclass
@@ -56,14 +63,25 @@ class EvaluationResult:
     isolation layer of SECURITY.md held for this completion)."""
     circuit: QuantumCircuit | None = field(default=None, repr=False, compare=False)
 
-    @property
-    def correct(self) -> bool:
-        """F_avg >= 0.99 (the paper's correctness threshold)."""
-        return self.average_fidelity is not None and self.average_fidelity >= 0.99
-
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in self.__dict__.items() if k != "circuit"}
         return _jsonable(out)
+
+
+def is_correct(result: EvaluationResult | Mapping[str, Any], threshold: float = CORRECT_THRESHOLD) -> bool:
+    """Functionally correct: parsed, scored without error, and F_avg >= ``threshold`` (a result
+    or its ``to_dict()``; an unparsed or unscored completion is never correct).  The one
+    definition of "correct" in RubriQ: metrics, rewards, reports, the CLI and the app use it.
+
+    >>> is_correct({"parsed": True, "error_type": None, "average_fidelity": 0.995})
+    True
+    >>> is_correct({"parsed": True, "error_type": None, "average_fidelity": 0.989}), is_correct({"parsed": False})
+    (False, False)
+    """
+    if isinstance(result, EvaluationResult):
+        result = {"parsed": result.parsed, "error_type": result.error_type, "average_fidelity": result.average_fidelity}
+    f = result.get("average_fidelity")
+    return bool(result.get("parsed")) and result.get("error_type") is None and f is not None and f >= threshold
 
 
 def _jsonable(value: Any) -> Any:

@@ -21,14 +21,11 @@ from typing import Any
 from qiskit import QuantumCircuit
 from qiskit.circuit import Gate
 
-from rubriq.rubric.gates import _STANDARD  # one mapping of Qiskit's standard gates
+from rubriq.circuit.gates import STANDARD_GATES, STRIPPED_INSTRUCTIONS
 ALLOWED_GATES: dict[str, Gate] = {
-    name: gate for name, gate in _STANDARD.items() if isinstance(gate, Gate) and name != "delay"
+    name: gate for name, gate in STANDARD_GATES.items() if isinstance(gate, Gate) and name != "delay"
 }
 """Every Qiskit standard unitary gate, by name."""
-
-_SKIPPED = {"measure", "reset", "barrier", "delay"}
-
 
 class PayloadError(ValueError):
     """The child's circuit description is malformed or over a cap."""
@@ -36,13 +33,13 @@ class PayloadError(ValueError):
 
 def circuit_to_payload(circuit: QuantumCircuit, max_ops: int = 200_000) -> dict[str, Any]:
     """Flatten to allow-listed gates (custom gates through their definitions)."""
-    from rubriq.rubric.gates import is_standard
+    from rubriq.circuit.gates import is_standard
 
     index = {bit: i for i, bit in enumerate(circuit.qubits)}
     ops: list[list[Any]] = []
 
     def emit(operation, qubits, depth):
-        if operation.name in _SKIPPED:
+        if operation.name in STRIPPED_INSTRUCTIONS:
             return
         if len(ops) >= max_ops:
             raise PayloadError(f"more than {max_ops} gates")

@@ -25,7 +25,7 @@ import math
 
 from qiskit import QuantumCircuit
 
-from rubriq.hardware.catalog import get_backend
+from rubriq.circuit.backends import get_backend
 
 
 def with_measurements(circuit: QuantumCircuit) -> QuantumCircuit:

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from qiskit import QuantumCircuit, qasm2
 
-from rubriq.hardware.catalog import CATALOG, get_backend
+from rubriq.circuit.backends import CATALOG, get_backend
 from rubriq.extract.files import InputError, read_text_file
 from rubriq.hardware.jobs import JobStore, contains_secret, job_key, redact, write_text
 
@@ -83,7 +83,7 @@ def load_circuits(paths: list[str | Path], top_k: int = 5) -> dict[str, QuantumC
 
 def top_k_from_records(path: Path, k: int) -> dict[str, QuantumCircuit]:
     """The k best-rewarded functionally correct completions of a saved evaluation."""
-    from rubriq.evaluation.metrics import is_correct
+    from rubriq.evaluator.result import is_correct
     from rubriq.evaluation.sampling import load_records
     from rubriq.extract.cascade import extract
 
@@ -262,11 +262,11 @@ def write_results(rows: list[dict], out: Path, threshold: float = KL_THRESHOLD) 
 
 
 def dry_run_table(rows: list[dict]) -> str:
-    lines = ["backend | circuit | mode | qubits | depth | 2q gates | SWAPs inserted | shots",
-             "---|---|---|---|---|---|---|---"]
-    for r in rows:
-        lines.append(f"{r['backend']} | {r['circuit']} | {r['mode']} | {r['qubits']} | {r['depth']} | "
-                     f"{r['two_qubit_gates']} | {r['swaps_inserted']} | {r['shots']}")
+    from rubriq.tables import markdown_table
+
+    lines = markdown_table(["backend", "circuit", "mode", "qubits", "depth", "2q gates", "SWAPs inserted", "shots"],
+                           [[r["backend"], r["circuit"], r["mode"], r["qubits"], r["depth"], r["two_qubit_gates"],
+                             r["swaps_inserted"], r["shots"]] for r in rows])
     lines.append("estimated cost: neither provider publishes an offline estimate through its SDK; see the IBM "
                  "Quantum and IonQ pricing pages (IonQ bills per gate-shot)")
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from qiskit import QuantumCircuit
 
-from rubriq.hardware.catalog import BackendSpec, get_backend
+from rubriq.circuit.backends import BackendSpec, get_backend
 
 
 @dataclass

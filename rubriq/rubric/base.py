@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rubriq.config import RubricConfig
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rubriq.rubric.facts import CircuitFacts
+    from rubriq.circuit.facts import CircuitFacts
     from rubriq.targets.base import Target
 
 

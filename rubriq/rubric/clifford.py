@@ -2,12 +2,12 @@
 
     S_C(c) = |{g in c : g is Clifford}| / |c|
 
-counted over the circuit's canonical gates (``rubriq.rubric.gates``), so that a gate is judged
+counted over the circuit's canonical gates (``rubriq.circuit.gates``), so that a gate is judged
 by what it is, not how it was spelled: ``cp(pi/2)`` counts as its five table gates.  A
 rotation rz/rx/ry/p/u1(theta) is Clifford iff theta/(pi/2) is an integer within
 ``tcount.angle_tol`` (1e-8).  An empty circuit has S_C = 1 (no non-Clifford gate).
 
->>> from rubriq.rubric.facts import CircuitFacts
+>>> from rubriq.circuit.facts import CircuitFacts
 >>> facts = CircuitFacts.from_qasm('OPENQASM 2.0; include "qelib1.inc"; qreg q[2];'
 ...                                'h q[0]; cx q[0],q[1]; t q[1]; rz(pi/2) q[0];')
 >>> score(facts, ScoringContext()).value
@@ -19,8 +19,8 @@ from __future__ import annotations
 import math
 
 from rubriq.rubric.base import DimensionScore, ScoringContext
-from rubriq.rubric.facts import CircuitFacts
-from rubriq.rubric.gates import CLIFFORD_GATES, ROTATION_GATES, Op, multiple_of
+from rubriq.circuit.facts import CircuitFacts
+from rubriq.circuit.gates import CLIFFORD_GATES, ROTATION_GATES, Op, multiple_of
 
 
 def is_clifford(op: Op, angle_tol: float = 1e-8) -> bool:

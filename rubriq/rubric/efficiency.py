@@ -8,7 +8,7 @@ without one: with the candidate's width, declaring idle qubits would raise the s
 textbook QFT-4 went from 0.698 to 0.717 in total reward with 8 idle qubits), an exploit a
 policy under RL finds.
 
->>> from rubriq.rubric.facts import CircuitFacts
+>>> from rubriq.circuit.facts import CircuitFacts
 >>> facts = CircuitFacts.from_qasm('OPENQASM 2.0; include "qelib1.inc"; qreg q[2];'
 ...                                'h q[0]; cx q[0],q[1]; h q[1]; h q[1];')
 >>> facts.depth, round(score(facts, ScoringContext()).value, 6)
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from rubriq.rubric.base import DimensionScore, ScoringContext
-from rubriq.rubric.facts import CircuitFacts
+from rubriq.circuit.facts import CircuitFacts
 
 
 def score(facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore:

@@ -16,7 +16,7 @@ from typing import Any
 
 from rubriq.rubric import clifford, efficiency, fidelity, hardware, tcount
 from rubriq.rubric.base import Dimension, ScoringContext
-from rubriq.rubric.facts import CircuitFacts
+from rubriq.circuit.facts import CircuitFacts
 from rubriq.rubric.weights import effective_weights
 
 DIMENSIONS: dict[str, Dimension] = {

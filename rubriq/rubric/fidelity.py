@@ -17,7 +17,7 @@ Width mismatch (see ``rubriq.sim.exact``): a narrower circuit acts as the identi
 target's missing qubits; a wider circuit's extra qubits are ancillas that start in |0> and must
 end in |0> (clean ancillas).  Both fidelities are invariant to global phase.
 
->>> from rubriq.rubric.facts import CircuitFacts
+>>> from rubriq.circuit.facts import CircuitFacts
 >>> from rubriq.targets import make_target
 >>> facts = CircuitFacts.from_qasm('OPENQASM 2.0; include "qelib1.inc"; qreg q[1]; h q[0];')
 >>> ctx = ScoringContext(target=make_target("qft", num_qubits=1))
@@ -28,7 +28,7 @@ end in |0> (clean ancillas).  Both fidelities are invariant to global phase.
 from __future__ import annotations
 
 from rubriq.rubric.base import DimensionScore, ScoringContext
-from rubriq.rubric.facts import CircuitFacts
+from rubriq.circuit.facts import CircuitFacts
 from rubriq.sim import compute_fidelity
 
 

@@ -3,7 +3,7 @@
     S_H(c) = max_b [ w_q 1[n <= Q_b] + w_d 1[D <= D_b] + w_n NativeFrac_b(c)
                      + w_r exp(-lambda * SwapOH_b(c)) ]
 
-over the backends b of ``rubriq.hardware.catalog`` (by default IBM Eagle and Heron, IonQ
+over the backends b of ``rubriq.circuit.backends`` (by default IBM Eagle and Heron, IonQ
 Forte and Aria), with
 
 * n, D: the circuit's width and depth (as written, measurements stripped);
@@ -18,7 +18,7 @@ Routing is the costly part (~10 ms on the 127-qubit map), so its result is cache
 (interaction sequence, width, backend, seed): the completions of a GRPO group that share an
 interaction pattern are routed once.
 
->>> from rubriq.rubric.facts import CircuitFacts
+>>> from rubriq.circuit.facts import CircuitFacts
 >>> facts = CircuitFacts.from_qasm('OPENQASM 2.0; include "qelib1.inc"; qreg q[3];'
 ...                                'cx q[0],q[1]; cx q[1],q[2]; cx q[0],q[2];')
 >>> result = score(facts, ScoringContext())
@@ -34,16 +34,16 @@ import functools
 import math
 
 from rubriq.config import HardwareConfig
-from rubriq.hardware.catalog import BackendSpec, get_backend
+from rubriq.circuit.backends import BackendSpec, get_backend
 from rubriq.rubric.base import DimensionScore, ScoringContext
-from rubriq.rubric.facts import CircuitFacts
-from rubriq.rubric.gates import _STANDARD, Op
+from rubriq.circuit.facts import CircuitFacts
+from rubriq.circuit.gates import STANDARD_GATES, Op
 
 
 @functools.lru_cache(maxsize=None)
 def _two_qubit_pattern(name: str) -> tuple[tuple[int, int], ...]:
     """Two-qubit interactions (local indices) of a standard multi-qubit gate's definition."""
-    definition = _STANDARD[name].definition
+    definition = STANDARD_GATES[name].definition
     pairs: list[tuple[int, int]] = []
     index = {bit: i for i, bit in enumerate(definition.qubits)}
     for inst in definition.data:

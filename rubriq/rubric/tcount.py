@@ -2,7 +2,7 @@
 
     S_T(c) = exp(-alpha_T * T(c)),   alpha_T = 0.05,   T(c) = sum_g T(g)
 
-with T(g) from the gate table of ``rubriq.rubric.gates``:
+with T(g) from the gate table of ``rubriq.circuit.gates``:
 
 * Clifford gates (and rotations by multiples of pi/2): 0;
 * t, tdg, and any rotation by an odd multiple of pi/4: 1;
@@ -14,7 +14,7 @@ Note on the paper: its text says an arbitrary rotation costs "~50 T gates", but 
 formula 3*ceil(log2(1/eps)) gives 102 at its eps = 1e-10 (50 would correspond to eps ~ 1e-5).
 We implement the formula; set ``tcount.epsilon`` to change the cost.
 
->>> from rubriq.rubric.facts import CircuitFacts
+>>> from rubriq.circuit.facts import CircuitFacts
 >>> facts = CircuitFacts.from_qasm('OPENQASM 2.0; include "qelib1.inc"; qreg q[3];'
 ...                                'ccx q[0],q[1],q[2]; t q[0]; rz(0.3) q[1];')
 >>> result = score(facts, ScoringContext())
@@ -28,8 +28,8 @@ import math
 
 from rubriq.config import TCountConfig
 from rubriq.rubric.base import DimensionScore, ScoringContext
-from rubriq.rubric.facts import CircuitFacts
-from rubriq.rubric.gates import (
+from rubriq.circuit.facts import CircuitFacts
+from rubriq.circuit.gates import (
     CLIFFORD_GATES,
     ROTATION_GATES,
     T_GATES,
@@ -82,3 +82,17 @@ def score(facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore:
     total = sum(costs)
     n_arbitrary = sum(1 for op, c in zip(facts.ops, costs) if op.name in ROTATION_GATES and c == arbitrary)
     return DimensionScore(math.exp(-cfg.alpha * total), {"t_count": total, "arbitrary_rotations": n_arbitrary})
+
+
+def compression(t0: int | None, t: int | None) -> float | None:
+    """T-gate compression C = T0 / T(c): the one definition (docs/metrics.md), used by the
+    metrics, the baselines, the reports and the study.  ``None`` when undefined (no circuit,
+    unknown T0, or T0 = 0: nothing to compress); ``inf`` when every T gate is gone (T = 0 < T0),
+    which averages never include (they count such circuits apart).
+
+    >>> compression(21, 14), compression(21, 0), compression(0, 3), compression(21, None)
+    (1.5, inf, None, None)
+    """
+    if t is None or t0 is None or t0 <= 0:
+        return None
+    return math.inf if t == 0 else t0 / t

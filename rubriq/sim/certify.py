@@ -200,7 +200,7 @@ def certify(a: QuantumCircuit, b: QuantumCircuit, timeout_s: float = 60.0) -> Ve
     ``timeout_s`` seconds of the worker's time (then ``unknown``, detail ``timeout``).  A circuit
     narrower than the other is padded with idle qubits."""
     _check_installed()
-    from rubriq.rubric.gates import strip_non_unitary
+    from rubriq.circuit.gates import strip_non_unitary
 
     a, b = strip_non_unitary(a), strip_non_unitary(b)
     if a.num_qubits != b.num_qubits:

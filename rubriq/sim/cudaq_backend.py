@@ -35,7 +35,7 @@ def _expand(ops):
     """Replace gates CUDA-Q's builder lacks (iswap, dcx, ecr) by their Qiskit definitions."""
     from qiskit import QuantumCircuit
 
-    from rubriq.rubric.gates import _STANDARD, Op, canonical_ops
+    from rubriq.circuit.gates import STANDARD_GATES, Op, canonical_ops
 
     out = []
     for op in ops:
@@ -43,7 +43,7 @@ def _expand(ops):
             out.append(op)
         elif op.name != "id":
             sub = QuantumCircuit(len(op.qubits))
-            sub.append(_STANDARD[op.name], range(len(op.qubits)))
+            sub.append(STANDARD_GATES[op.name], range(len(op.qubits)))
             for inner in canonical_ops(sub.decompose()):
                 out.append(Op(inner.name, tuple(op.qubits[i] for i in inner.qubits), inner.params))
     return out

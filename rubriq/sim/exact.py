@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rubriq.rubric.gates import Op
+from rubriq.circuit.gates import Op
 from rubriq.sim.kernels import run_program
 from rubriq.sim.program import compile_ops
 

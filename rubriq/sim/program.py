@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rubriq.rubric.gates import Op, op_matrix
+from rubriq.circuit.gates import Op, op_matrix
 
 _TOL = 1e-14
 

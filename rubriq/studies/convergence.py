@@ -46,7 +46,7 @@ from typing import Any, Literal
 
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
 from rubriq.evaluation.metrics import mean_ci
-from rubriq.evaluation.report import format_ci
+from rubriq.tables import fmt, format_ci, markdown_table
 
 log = logging.getLogger(__name__)
 
@@ -142,10 +142,11 @@ def eval_seed(seed: int, step: int) -> int:
 # -- one evaluation -------------------------------------------------------------------------------
 def held_out_metrics(records: list[dict], k: int, eps: float) -> dict[str, Any]:
     """EVAL_METRICS of scored records (see docs/metrics.md)."""
-    from rubriq.evaluation.metrics import is_correct, summarize
+    from rubriq.evaluation.metrics import summarize
+    from rubriq.evaluator.result import is_correct
 
     s = summarize(records, eps, ks=(k,))
-    t_correct = [r["result"]["t_count"] for r in records if is_correct(r["result"], eps)]
+    t_correct = [r["result"]["t_count"] for r in records if is_correct(r["result"], 1 - eps)]
     return {"mean_reward": s["mean_reward"], "correct_rate": s["correct_rate"], "pass@k": s.get(f"pass@{k}"),
             "mean_t_correct": statistics.fmean(t_correct) if t_correct else None,
             "wrong_rewarded_rate": s["wrong_rewarded_rate"], "trivial_rate": s["trivial_rate"],
@@ -419,35 +420,31 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
     lines = [f"# Convergence study ({', '.join(agg['arms'])})", "",
              f"{eval_prompts} held-out prompts x {k} samples; {len(study.seeds)} seeds; {study.steps} GRPO steps. "
              "Means over seeds with 95% t-intervals.", "",
-             f"## Held-out metrics at step {last}", "",
-             f"| arm | seeds | mean reward | correct rate | pass@{k} | mean T (correct) | wrong rewarded | trivial |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"## Held-out metrics at step {last}", ""]
+    rows = []
     for name, a in agg["arms"].items():
         p = a["per_step"].get(last) or a["per_step"][max(a["per_step"])]
-        lines.append(f"| {name} | {len(a['seeds'])} | {format_ci(p['mean_reward'])} | {format_ci(p['correct_rate'])} | "
-                     f"{format_ci(p['pass@k'])} | {format_ci(p['mean_t_correct'], 1)} | {format_ci(p['wrong_rewarded_rate'])} | "
-                     f"{format_ci(p['trivial_rate'])} |")
-    lines += ["", f"## Time to target (held-out correct rate >= {study.target_correct_rate})", "",
-              "| arm | step per seed | simulations per seed | mean seconds per arm-seed |", "|---|---|---|---|"]
-    for name, a in agg["arms"].items():
-        lines.append(f"| {name} | {', '.join('-' if t is None else str(t) for t in a['time_to_target'])} | "
-                     f"{', '.join('-' if t is None else str(t) for t in a['simulations_to_target'])} | "
-                     f"{format_ci(a['seconds_per_seed'][0], 0)} |")
-    lines += ["", "## Training signal (mean over steps)", "",
-              "| arm | reward | reward std | frac_reward_zero_std | entropy | completion length |",
-              "|---|---|---|---|---|---|"]
-    for name, a in agg["arms"].items():
-        t = a["train"]
-        if t.get("train/reward", (None,))[0] is None:
-            continue
-        lines.append(f"| {name} | {format_ci(t['train/reward'])} | {format_ci(t['train/reward_std'])} | "
-                     f"{format_ci(t['train/frac_reward_zero_std'])} | {format_ci(t['train/entropy'])} | "
-                     f"{format_ci(t['train/completions/mean_length'], 1)} |")
-    lines += ["", f"## Paired differences at step {last} (same seed)", "",
-              f"| pair | correct rate | mean reward | pass@{k} | wrong rewarded |", "|---|---|---|---|---|"]
-    for pair, d in agg["differences"].items():
-        lines.append(f"| {pair} | {format_ci(d['correct_rate'])} | {format_ci(d['mean_reward'])} | {format_ci(d['pass@k'])} | "
-                     f"{format_ci(d['wrong_rewarded_rate'])} |")
+        rows.append([name, str(len(a["seeds"])), format_ci(p["mean_reward"]), format_ci(p["correct_rate"]),
+                     format_ci(p["pass@k"]), format_ci(p["mean_t_correct"], 1), format_ci(p["wrong_rewarded_rate"]),
+                     format_ci(p["trivial_rate"])])
+    lines += markdown_table(["arm", "seeds", "mean reward", "correct rate", f"pass@{k}", "mean T (correct)",
+                             "wrong rewarded", "trivial"], rows)
+    lines += ["", f"## Time to target (held-out correct rate >= {study.target_correct_rate})", ""]
+    lines += markdown_table(["arm", "step per seed", "simulations per seed", "mean seconds per arm-seed"],
+                            [[name, ", ".join(fmt(t) for t in a["time_to_target"]),
+                              ", ".join(fmt(t) for t in a["simulations_to_target"]),
+                              format_ci(a["seconds_per_seed"][0], 0)] for name, a in agg["arms"].items()])
+    lines += ["", "## Training signal (mean over steps)", ""]
+    lines += markdown_table(
+        ["arm", "reward", "reward std", "frac_reward_zero_std", "entropy", "completion length"],
+        [[name, format_ci(t["train/reward"]), format_ci(t["train/reward_std"]), format_ci(t["train/frac_reward_zero_std"]),
+          format_ci(t["train/entropy"]), format_ci(t["train/completions/mean_length"], 1)]
+         for name, t in ((name, a["train"]) for name, a in agg["arms"].items())
+         if t.get("train/reward", (None,))[0] is not None])
+    lines += ["", f"## Paired differences at step {last} (same seed)", ""]
+    lines += markdown_table(["pair", "correct rate", "mean reward", f"pass@{k}", "wrong rewarded"],
+                            [[pair, format_ci(d["correct_rate"]), format_ci(d["mean_reward"]), format_ci(d["pass@k"]),
+                              format_ci(d["wrong_rewarded_rate"])] for pair, d in agg["differences"].items()])
     lines += ["", "![held-out curves](curves.png)", "", "![training signal](training.png)", ""]
     path = out / "summary.md"
     path.write_text("\n".join(lines))

@@ -44,7 +44,7 @@ class CircuitTarget(Target):
     def __init__(self, num_qubits: int | None = None, **params: Any) -> None:
         from rubriq.budget import BudgetExceeded, Deadline
         from rubriq.extract.qasm import QASMError, QASMLimits, load_qasm
-        from rubriq.rubric.gates import UnsupportedCircuitError, canonical_ops, strip_non_unitary
+        from rubriq.circuit.gates import UnsupportedCircuitError, canonical_ops, TRUSTED_MAX_GATES, strip_non_unitary
         from rubriq.rubric.tcount import t_count
 
         qasm = params.get("qasm")
@@ -55,7 +55,7 @@ class CircuitTarget(Target):
             # Targets come from datasets and users, not from the model: larger limits than
             # completions get (the classic suite has 48-qubit, 200 KB circuits).
             circuit = strip_non_unitary(load_qasm(qasm, QASMLimits(max_bytes=50_000_000, max_qubits=256)))
-            ops = tuple(canonical_ops(circuit, max_gates=10**7))
+            ops = tuple(canonical_ops(circuit, max_gates=TRUSTED_MAX_GATES))
         except (QASMError, ValueError, UnsupportedCircuitError) as exc:
             raise TargetError(f"circuit: the target QASM does not load: {exc}") from None
         if num_qubits is not None and num_qubits != circuit.num_qubits:

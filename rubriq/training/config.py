@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rubriq.evaluation.settings import EvalSettings  # noqa: F401 (the evaluation section of TrainSettings)
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
 
 
@@ -89,21 +90,6 @@ class EarlyStoppingSettings:
     """Moving-average window over logged values (RL rewards are noisy)."""
     min_delta: float = 0.0
     """Improvement smaller than this does not count."""
-
-
-@dataclass(frozen=True)
-class EvalSettings:
-    """How a policy is sampled for evaluation (the quickstart's before/after tables)."""
-
-    split: str = "test"
-    """Held-out split of the dataset."""
-    samples: int = 1
-    """Completions per prompt (pass@k needs k of them)."""
-    max_new_tokens: int = 256
-    temperature: float = 0.0
-    """0: greedy decoding (one sample per prompt)."""
-    top_p: float = 1.0
-    batch_size: int = 8
 
 
 @dataclass(frozen=True)

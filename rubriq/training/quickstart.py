@@ -134,31 +134,27 @@ def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickst
     return report
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
-    return "-" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))
-
-
 def write_report(out: Path, summary: dict, settings) -> Path:
-    from rubriq.evaluation.report import format_ci
+    from rubriq.tables import fmt, format_ci, markdown_table
 
     k, e = summary.get("samples", 1), settings.evaluation
+    threshold = settings.rubric.fidelity.correct_threshold
     lines = ["# RubriQ quickstart", "",
              f"Model: {settings.model.name_or_path}; {summary['train_prompts']} training prompts, "
              f"{summary['eval_prompts']} held-out prompts (targets never trained on), {k} completions sampled per "
              f"prompt at temperature {e.temperature} ({e.max_new_tokens} new tokens at most); "
              f"{summary['grpo_steps']} GRPO steps with N = {settings.grpo.get('num_generations', 8)} completions per "
-             "prompt. Intervals: 95% t-intervals over prompts.", "",
-             f"| phase | parse rate | mean reward | correct (F_avg >= {settings.rubric.fidelity.correct_threshold}) "
-             f"| pass@{k} | mean F_avg | C over correct | mean T | wrong rewarded |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for phase, s in summary["summaries"].items():
-        lines.append(f"| {phase} | {_fmt(s['parse_rate'], 2)} | {format_ci(s['reward_ci'])} | {format_ci(s['correct_ci'], 2)}"
-                     f" | {_fmt(s.get(f'pass@{k}'), 2)} | {_fmt(s['mean_fidelity'])} | {_fmt(s['compression'], 2)} | "
-                     f"{_fmt(s['mean_t_count'], 1)} | {_fmt(s['wrong_rewarded_rate'], 2)} |")
-    lines += ["", "Paired per-prompt differences (later phase minus earlier phase):", "",
-              "| change | correct rate | mean reward |", "|---|---|---|"]
-    for change, d in summary["differences"].items():
-        lines.append(f"| {change} | {format_ci(d['correct'], 2)} | {format_ci(d['reward'])} |")
+             "prompt. Intervals: 95% t-intervals over prompts.", ""]
+    lines += markdown_table(
+        ["phase", "parse rate", "mean reward", f"correct (F_avg >= {threshold})", f"pass@{k}", "mean F_avg",
+         "C over correct", "mean T", "wrong rewarded"],
+        [[phase, fmt(s["parse_rate"], 2), format_ci(s["reward_ci"]), format_ci(s["correct_ci"], 2),
+          fmt(s.get(f"pass@{k}"), 2), fmt(s["mean_fidelity"]), fmt(s["compression"], 2), fmt(s["mean_t_count"], 1),
+          fmt(s["wrong_rewarded_rate"], 2)] for phase, s in summary["summaries"].items()])
+    lines += ["", "Paired per-prompt differences (later phase minus earlier phase):", ""]
+    lines += markdown_table(["change", "correct rate", "mean reward"],
+                            [[change, format_ci(d["correct"], 2), format_ci(d["reward"])]
+                             for change, d in summary["differences"].items()])
     grpo = summary["differences"].get(f"{PHASES[1]} -> {PHASES[2]}", {})
     lo, hi = (grpo.get("correct") or (None, None, None))[1:]
     if lo is not None and lo <= 0 <= hi:
@@ -168,14 +164,14 @@ def write_report(out: Path, summary: dict, settings) -> Path:
                       "steps and seeds."]
     b = summary["grpo_step"]
     lines += ["", "C = T0 / T(c) over correct circuits only (docs/metrics.md).", "",
-              "## GRPO step time (seconds, mean over steps)", "",
-              "| step | generation | reward | update | completion tokens | tokens/s |", "|---|---|---|---|---|---|",
-              f"| {_fmt(b.get('step'), 1)} | {_fmt(b.get('generation'), 1)} | {_fmt(b.get('reward'), 2)} | "
-              f"{_fmt(b.get('update'), 1)} | {_fmt(b.get('completion_tokens'), 0)} | {_fmt(b.get('tokens_per_s'), 1)} |",
-              "", "## Wall time per phase (seconds)", "",
-              "| " + " | ".join(summary["seconds"]) + " |", "|" + "---|" * len(summary["seconds"]),
-              "| " + " | ".join(f"{v:.0f}" for v in summary["seconds"].values()) + " |", "",
-              "![reward curve](reward_curve.png)", "", "![phases](phases.png)", ""]
+              "## GRPO step time (seconds, mean over steps)", ""]
+    lines += markdown_table(["step", "generation", "reward", "update", "completion tokens", "tokens/s"],
+                            [[fmt(b.get("step"), 1), fmt(b.get("generation"), 1), fmt(b.get("reward"), 2),
+                              fmt(b.get("update"), 1), fmt(b.get("completion_tokens"), 0),
+                              fmt(b.get("tokens_per_s"), 1)]])
+    lines += ["", "## Wall time per phase (seconds)", ""]
+    lines += markdown_table(list(summary["seconds"]), [[f"{v:.0f}" for v in summary["seconds"].values()]])
+    lines += ["", "![reward curve](reward_curve.png)", "", "![phases](phases.png)", ""]
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path

@@ -60,7 +60,12 @@ TABLE_GATES = CLIFFORD_GATES | T_GATES | ROTATION_GATES | TOFFOLI_LIKE_GATES
 STRIPPED_INSTRUCTIONS = frozenset({"measure", "reset", "barrier", "delay"})
 """Non-unitary instructions removed before unitary analysis."""
 
-_STANDARD = get_standard_gate_name_mapping()
+STANDARD_GATES = get_standard_gate_name_mapping()
+"""Qiskit's standard gates by name: what a gate name is trusted to mean (:func:`is_standard`),
+and the only gates a sandboxed circuit is rebuilt from (``extract/serialize.py``)."""
+TRUSTED_MAX_GATES = 10**7
+"""The canonical-gate cap for circuits we chose ourselves (benchmark suites, baselines, rewrite
+targets); completions get ``extraction.max_gates`` (200,000 by default)."""
 _MAX_DEFINITION_DEPTH = 64
 
 
@@ -93,7 +98,7 @@ def multiple_of(theta: float, unit: float, tol: float) -> int | None:
 def is_standard(operation: Instruction, name: str | None = None) -> bool:
     """True if ``operation`` is Qiskit's standard gate called ``name`` (not a look-alike)."""
     name = name or operation.name
-    std = _STANDARD.get(name)
+    std = STANDARD_GATES.get(name)
     return std is not None and getattr(operation, "base_class", None) is std.base_class
 
 
@@ -264,7 +269,7 @@ def strip_non_unitary(circuit: QuantumCircuit) -> QuantumCircuit:
 @functools.lru_cache(maxsize=65536)
 def op_matrix(name: str, params: tuple[float, ...]) -> np.ndarray:
     """The matrix of table gate ``name`` in Qiskit's little-endian qubit order."""
-    gate = _STANDARD[name]
+    gate = STANDARD_GATES[name]
     if params:
         gate = type(gate)(*params)
     return np.asarray(gate.to_matrix(), dtype=complex)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from qiskit import QuantumCircuit
 
-from rubriq.rubric.gates import Op, canonical_ops, strip_non_unitary
+from rubriq.circuit.gates import Op, canonical_ops, strip_non_unitary
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,11 @@ class CircuitFacts:
 
     @classmethod
     def from_qasm(cls, text: str) -> "CircuitFacts":
-        """Convenience for examples and tests: facts of an OpenQASM 2.0/3.0 string."""
-        from rubriq.extract.qasm import load_qasm
+        """Convenience for examples and tests: facts of a trusted OpenQASM 2.0 string, read by
+        Qiskit's own parser (completions go through ``rubriq.extract``, with its caps)."""
+        from qiskit import qasm2
 
-        return cls.from_circuit(load_qasm(text))
+        return cls.from_circuit(qasm2.loads(text, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS))
 
     def key(self) -> tuple:
         """Everything the rubric reads: equal keys give equal scores (the evaluator's cache)."""
