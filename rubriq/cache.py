@@ -19,11 +19,12 @@ V = TypeVar("V")
 
 
 class LRUCache(Generic[K, V]):
-    """At most ``maxsize`` entries; reading or writing an entry makes it the most recent."""
+    """At most ``maxsize`` entries (0: none are kept); reading or writing an entry makes it the
+    most recent."""
 
     def __init__(self, maxsize: int, on_evict: Callable[[V], None] | None = None) -> None:
-        if maxsize < 1:
-            raise ValueError(f"maxsize must be >= 1, got {maxsize}")
+        if maxsize < 0:
+            raise ValueError(f"maxsize must be >= 0 (0: keep nothing), got {maxsize}")
         self.maxsize = maxsize
         self.on_evict = on_evict
         """Called with each value pushed out (an evaluator's worker processes are closed)."""

@@ -788,7 +788,7 @@ def synthesize(
     max_new_tokens: int = typer.Option(512, metavar="N", help="Tokens per candidate."),
     temperature: float = typer.Option(0.8, metavar="T", help="Sampling temperature (> 0)."),
     optimize: bool = typer.Option(False, help="Compiler post-pass (PyZX, Qiskit) on the best circuit, kept only if "
-                                              "the rubric re-scores it correct with fewer T or less depth."),
+                                              "verified equivalent and correct with fewer T or less depth."),
     show_all: bool = typer.Option(False, "--show-all", help="List every candidate with its score or error."),
 ) -> None:
     """Sample N circuits for a spec, print the best correct one with its scores and drawing. The
@@ -850,7 +850,7 @@ def synthesize(
                           "the sampled circuit")
         else:
             o = result.optimized
-            console.print(f"post-pass {o['method']}: re-scored correct against the target (F_avg "
+            console.print(f"post-pass {o['method']}: verified equivalent ({o['verdict']}), correct against the target (F_avg "
                           f"{o['result']['average_fidelity']:.6f}), T {best['t_count']} -> {o['result']['t_count']}, "
                           f"depth {best['depth']} -> {o['result']['depth']}", markup=False)
             print(qasm2.dumps(o["circuit"]))

@@ -142,3 +142,57 @@ def test_verified_post_pass_keeps_only_better_equivalent_circuits():
     better = post_pass(wasteful, ev)
     assert better is not None and better["result"]["average_fidelity"] > 0.99
     assert better["result"]["t_count"] < base.t_count
+
+
+def test_records_carry_their_dataset_so_by_dataset_separates_rewrite_from_synthesis():
+    """Before, every record fell under by_dataset["synthesis"]: records never carried a dataset."""
+    from rubriq.data.suites import SuiteCircuit
+    from rubriq.evaluation.evaluate import summaries
+    from rubriq.evaluation.sampling import generate
+    from rubriq.evaluation.evaluate import load_policy
+    from rubriq.data.prompts import PromptSpec, rewrite_rows, synthesis_rows
+    from qiskit import QuantumCircuit
+
+    qc = QuantumCircuit(2)
+    qc.h(0)
+    qc.t(0)
+    qc.cx(0, 1)
+    rows = synthesis_rows(PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(),
+                                     formats=("qasm2",)))
+    rows += rewrite_rows([SuiteCircuit("tcount", "tiny", qc, 1, "hand-made")])
+    tokenizer, model = load_policy("tiny")
+    records = generate(model, tokenizer, rows, max_new_tokens=2, progress=False)
+    assert [r["dataset"] for r in records] == ["synthesis", "rewrite-tcount"]
+    for r in records:
+        r["result"] = {"parsed": False, "error_type": "parse", "reward": 0.0, "scores": {}}
+    assert set(summaries(records)["by_dataset"]) == {"synthesis", "rewrite-tcount"}
+
+
+def test_the_post_pass_keeps_only_rewrites_verified_equivalent_to_the_sampled_circuit(monkeypatch):
+    """A compiler rewrite within the correctness threshold of the target but not equal to the
+    sampled circuit (here it drops a 0.002 rotation) must not be kept as a "verified" rewrite;
+    an exact one is kept with its verdict."""
+    from qiskit import QuantumCircuit
+
+    import rubriq.baselines.compilers as compilers
+    from rubriq.evaluation.synthesize import post_pass
+    from rubriq.evaluator import RubriQEvaluator
+
+    evaluator = RubriQEvaluator(target_algorithm="qft", num_qubits=2)
+    reference = evaluator.target.reference_circuit()
+    sampled = reference.copy()
+    sampled.rz(0.001, 0)
+    sampled.rz(0.001, 0)
+    near = reference.copy()
+    near.rz(0.001, 0)  # one rotation fewer: lower depth and T-count, F_avg ~ 1 - 1e-7, not equivalent
+    exact = reference.copy()
+    exact.rz(0.002, 0)  # the two rotations merged: equivalent, lower depth
+    assert evaluator.evaluate_circuit(near).average_fidelity > 0.999
+
+    for route in ("pyzx_full_reduce", "qiskit_o3"):
+        monkeypatch.setattr(compilers, route, lambda c: c)
+    monkeypatch.setattr(compilers, "pyzx_teleport", lambda c: near)
+    assert post_pass(sampled, evaluator) is None
+    monkeypatch.setattr(compilers, "pyzx_teleport", lambda c: exact)
+    kept = post_pass(sampled, evaluator)
+    assert kept is not None and kept["method"] == "pyzx_teleport" and kept["verdict"] == "exact"

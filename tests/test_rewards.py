@@ -75,3 +75,16 @@ def test_first_function_reports_batch_metrics_through_trl_log_metric():
     # the basis encoding has T0 = 0 and is not counted
     assert logged["compression"] == [pytest.approx(1.0)]
     assert logged["violation_rate"] == [0.0] and logged["timing/reward_s"][0] >= 0.0
+
+
+def test_a_batch_larger_than_the_cache_is_scored_whole():
+    """The scorer's cache is bounded; a batch with more distinct completions than it holds still
+    gets every result (before: the cache was read back after the batch, a KeyError)."""
+    from rubriq.evaluator.batch import BatchScorer
+
+    spec = '{"algorithm": "qft", "num_qubits": 1, "inverse": false, "do_swaps": true}'
+    texts = [f'OPENQASM 2.0; include "qelib1.inc"; qreg q[1]; h q[0]; rz({k / 10}) q[0];' for k in range(5)]
+    with BatchScorer(cache_size=2) as scorer:
+        results = scorer.results(texts, [spec] * 5)
+    assert len(results) == 5 and [r.parsed for r in results] == [True] * 5
+    assert results[0].process_fidelity == pytest.approx(1.0)

@@ -158,3 +158,15 @@ def test_early_stopping_uses_a_moving_average():
     # averages: .1 .15 .25 .275 .275 .25 .2 .2 -> best .275 at index 3; 3 logs later it stops
     assert flags == [False] * 6 + [True, True]
     assert not any(EarlyStopper(EarlyStoppingSettings(patience=0)).update(0.0) for _ in range(10))
+
+
+def test_normalize_then_sum_is_refused_because_the_reward_would_not_be_the_rubric():
+    """TRL's normalize_then_sum (GDPO) normalizes each reward function within the group before
+    the weighted sum: with one function per rubric dimension the advantages would no longer be
+    those of R = sum w_d S_d, so the config check refuses it (TRL's default passes)."""
+    from rubriq.config import ConfigError
+    from rubriq.training.config import TrainSettings
+
+    with pytest.raises(ConfigError, match="sum_then_normalize"):
+        TrainSettings.from_dict({"grpo": {"multi_objective_aggregation": "normalize_then_sum"}})
+    assert TrainSettings.from_dict({"grpo": {"multi_objective_aggregation": "sum_then_normalize"}}).grpo

@@ -7,8 +7,10 @@
    with the rubric;
 3. the best functionally correct completion by reward (F_avg >= 1 - eps), as QASM with its
    score breakdown and a text drawing;
-4. ``optimize``: compiler post-passes (PyZX, Qiskit O3); a result is kept only if the rubric
-   re-scores it as correct (fidelity holds) and its T-count or depth is lower.
+4. ``optimize``: compiler post-passes (PyZX, Qiskit O3); a rewrite is kept only if it is
+   verified equivalent to the sampled circuit (``baselines/verify.py``: exactly up to 10
+   qubits, mqt.qcec beyond), the rubric re-scores it as correct against the target, and its
+   T-count or depth is lower.
 """
 
 from __future__ import annotations
@@ -111,8 +113,11 @@ def synthesize(target: Target, model: str = "embedded", n: int = 16, fmt: str = 
 
 
 def post_pass(circuit: QuantumCircuit, evaluator, eps: float = DEFAULT_EPS) -> dict | None:
-    """The best verified compiler rewrite of ``circuit`` that lowers T-count or depth, or None."""
+    """The best compiler rewrite of ``circuit`` that is verified equivalent to it (exact or
+    qcec), still correct against the target, and lowers the T-count or the depth; or None."""
     from rubriq.baselines.compilers import pyzx_full_reduce, pyzx_teleport, qiskit_o3
+    from rubriq.baselines.runner import VERIFIED
+    from rubriq.baselines.verify import verify
 
     base = evaluator.evaluate_circuit(circuit)
     best = None
@@ -123,10 +128,14 @@ def post_pass(circuit: QuantumCircuit, evaluator, eps: float = DEFAULT_EPS) -> d
         except Exception as exc:  # noqa: BLE001 - a compiler failing on one circuit is not fatal
             log.warning("post-pass %s failed: %s", name, exc)
             continue
+        verdict, detail = verify(circuit, candidate)
+        if verdict not in VERIFIED:
+            log.info("post-pass %s: not kept, %s (%s)", name, verdict, detail)
+            continue
         res = evaluator.evaluate_circuit(candidate)
         if res.t_count is None or res.depth is None:
             continue
         better = res.t_count <= base.t_count and (res.t_count < base.t_count or res.depth < base.depth)
         if is_correct(res, 1 - eps) and better and (best is None or res.reward > best["result"]["reward"]):
-            best = {"method": name, "result": res.to_dict(), "circuit": candidate}
+            best = {"method": name, "result": res.to_dict(), "circuit": candidate, "verdict": verdict}
     return best

@@ -82,11 +82,12 @@ class BatchScorer:
         start = time.perf_counter()
         keys = [(spec_key(s), t) for s, t in zip(specs, texts, strict=True)]
         self.stats["requests"] += len(keys)
-        todo = list(dict.fromkeys(k for k in keys if k not in self._results))
-        for key, result in zip(todo, self._score(todo), strict=True):
-            self._results[key] = result
+        batch = {k: self._results[k] for k in dict.fromkeys(keys) if k in self._results}
+        todo = [k for k in dict.fromkeys(keys) if k not in batch]
+        for key, result in zip(todo, self._score(todo) if todo else [], strict=True):
+            self._results[key] = batch[key] = result  # the batch holds its own results, whatever the cache keeps
             self.stats["evaluated"] += 1
-        out = [self._results[k] for k in keys]
+        out = [batch[k] for k in keys]
         self.stats["seconds"] += time.perf_counter() - start
         return out
 

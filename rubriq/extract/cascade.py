@@ -1,7 +1,7 @@
 """The extraction cascade: raw completion text -> QuantumCircuit (paper section III-A).
 
-Strategies are small functions ``(text, config) -> QuantumCircuit | None`` tried in priority
-order; the first that yields a circuit with at least one qubit wins:
+Strategies are small functions ``(text, config, deadline) -> QuantumCircuit`` tried in
+priority order; the first that yields a circuit with at least one qubit wins:
 
 1. ``direct_qasm``: the text contains an ``OPENQASM`` header; the program runs from the
    header to the end of the text or the next code fence;

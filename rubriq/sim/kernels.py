@@ -60,11 +60,6 @@ class NumpyOps:
     def mul_into(self, src, scalar, out):
         self.np.multiply(src, scalar, out=out)
 
-    def all_one(self, p) -> bool:
-        return bool(self.np.all(p == 1))
-
-    def is_identity(self, perm) -> bool:
-        return bool(self.np.all(perm == self.np.arange(len(perm))))
 
 
 class TorchOps:
@@ -102,11 +97,6 @@ class TorchOps:
     def mul_into(self, src, scalar, out):
         self.torch.mul(src, scalar, out=out)
 
-    def all_one(self, p) -> bool:
-        return bool((p == 1).all())
-
-    def is_identity(self, perm) -> bool:
-        return bool((perm == self.arange(len(perm))).all())
 
 
 def _load_numba():

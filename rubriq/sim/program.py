@@ -1,6 +1,6 @@
 """Compile canonical gates into a short program of in-place simulation kernels.
 
-Two passes, each with one job:
+Three passes, each with one job:
 
 1. :func:`fuse_single_qubit`: consecutive one-qubit gates on the same qubit are multiplied
    into one 2x2 matrix (a transpiled circuit's rz-sx-rz runs become one instruction);

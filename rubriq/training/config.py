@@ -126,6 +126,13 @@ class TrainSettings:
         check_trl_keys("GRPOConfig", grpo, "grpo")
         if "reward_weights" in grpo:
             raise ConfigError("set the rubric weights under rubric.weights, not grpo.reward_weights")
+        if grpo.get("multi_objective_aggregation", "sum_then_normalize") != "sum_then_normalize":
+            # RubriQ hands TRL one function per dimension so that TRL's reward is exactly
+            # R = sum_d w_d S_d; normalize_then_sum (GDPO) normalizes each dimension within the
+            # group before summing, so the advantages would no longer be those of R
+            raise ConfigError("grpo.multi_objective_aggregation must be sum_then_normalize (TRL's default): with "
+                              f"{grpo['multi_objective_aggregation']!r} each rubric dimension is normalized "
+                              "separately and the policy is no longer trained on the rubric reward R")
         check_ppo_keys(ppo)
         settings = from_dict(cls, data)
         check_trl_keys("SFTConfig", settings.sft.args, "sft.args")
