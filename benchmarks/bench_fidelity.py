@@ -27,9 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 from qiskit import QuantumCircuit, qasm2, transpile  # noqa: E402
 
+from rubriq.circuit.gates import canonical_ops  # noqa: E402
 from rubriq.config import FidelityConfig, RubricConfig  # noqa: E402
 from rubriq.evaluator import RubriQEvaluator  # noqa: E402
-from rubriq.circuit.gates import canonical_ops  # noqa: E402
 from rubriq.sim.exact import unitary_fidelity  # noqa: E402
 from rubriq.sim.sampled import sampled_fidelity  # noqa: E402
 from rubriq.targets import make_target  # noqa: E402
@@ -96,13 +96,15 @@ def main() -> None:
                 if n <= 10:
                     from qiskit.quantum_info import Operator, process_fidelity
 
-                    row["operator"] = timed(lambda: process_fidelity(Operator(qc), Operator(u_target)),
-                                            1 if n >= 10 else reps)
+                    row["operator"] = timed(
+                        lambda: process_fidelity(Operator(qc), Operator(u_target)), 1 if n >= 10 else reps
+                    )
                 row["aer"] = timed(lambda: aer_unitary(qc), reps, warm)
                 row["exact"] = timed(lambda: unitary_fidelity(ops, n, u_target, 14, threads=0), reps, warm)
                 row["exact_1t"] = timed(lambda: unitary_fidelity(ops, n, u_target, 14, threads=1), reps, warm)
-            row["sampled"] = timed(lambda: sampled_fidelity(ops, n, target, samples=16, seed=1),
-                                   reps if n <= 12 else 1, warm and n <= 12)
+            row["sampled"] = timed(
+                lambda: sampled_fidelity(ops, n, target, samples=16, seed=1), reps if n <= 12 else 1, warm and n <= 12
+            )
             rows.append(row)
             print({k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
     evaluate_rows = bench_evaluate()
@@ -161,9 +163,15 @@ def render(rows, evaluate_rows) -> str:
             f"| {r['family']} | {r['n']} | {r['gates']} | {fmt(r.get('operator'))} | {fmt(r.get('aer'))} | "
             f"{fmt(r.get('exact'))} | {fmt(r.get('exact_1t'))} | {fmt(r['sampled'])} | "
             f"{ratio(r.get('operator'), r.get('exact'))} | {ratio(r.get('aer'), r.get('exact'))} | "
-            f"{ratio(r.get('aer'), r['sampled'])} |")
-    lines += ["", "Full `evaluate` per distinct QASM completion (QFT-n target, one thread):", "",
-              "| n | p50 | p95 | first completion (cold routing cache) |", "|---|---|---|---|"]
+            f"{ratio(r.get('aer'), r['sampled'])} |"
+        )
+    lines += [
+        "",
+        "Full `evaluate` per distinct QASM completion (QFT-n target, one thread):",
+        "",
+        "| n | p50 | p95 | first completion (cold routing cache) |",
+        "|---|---|---|---|",
+    ]
     for n, p50, p95, cold in evaluate_rows:
         lines.append(f"| {n} | {fmt(p50)} | {fmt(p95)} | {fmt(cold)} |")
     return "\n".join(lines) + "\n"

@@ -17,25 +17,43 @@ import time
 from pathlib import Path
 
 
-def measure(model, tokenizer, rows: list[dict], n: int, temperature: float, top_p: float, max_new_tokens: int,
-            seed: int = 0) -> dict:
+def measure(
+    model, tokenizer, rows: list[dict], n: int, temperature: float, top_p: float, max_new_tokens: int, seed: int = 0
+) -> dict:
     from rubriq.evaluation.metrics import summarize
     from rubriq.evaluation.sampling import generate, score
 
     start = time.perf_counter()
-    records = score(generate(model, tokenizer, rows, samples=n, temperature=temperature, top_p=top_p,
-                             max_new_tokens=max_new_tokens, batch_size=16, seed=seed, progress=False))
+    records = score(
+        generate(
+            model,
+            tokenizer,
+            rows,
+            samples=n,
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=max_new_tokens,
+            batch_size=16,
+            seed=seed,
+            progress=False,
+        )
+    )
     rewards: dict[str, list[float]] = {}
     texts: dict[str, set[str]] = {}
     for r in records:
         rewards.setdefault(r["prompt_id"], []).append(round(float(r["result"]["reward"]), 9))
         texts.setdefault(r["prompt_id"], set()).add(r["text"])
     s = summarize(records)
-    return {"temperature": temperature, "top_p": top_p, "parse_rate": s["parse_rate"], "correct_rate": s["correct_rate"],
-            "mean_reward": s["mean_reward"],
-            "zero_std_groups": sum(len(set(v)) == 1 for v in rewards.values()) / len(rewards),
-            "distinct_per_group": statistics.fmean(len(v) for v in texts.values()),
-            "seconds": time.perf_counter() - start}
+    return {
+        "temperature": temperature,
+        "top_p": top_p,
+        "parse_rate": s["parse_rate"],
+        "correct_rate": s["correct_rate"],
+        "mean_reward": s["mean_reward"],
+        "zero_std_groups": sum(len(set(v)) == 1 for v in rewards.values()) / len(rewards),
+        "distinct_per_group": statistics.fmean(len(v) for v in texts.values()),
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def main() -> None:
@@ -59,16 +77,20 @@ def main() -> None:
     lines = []
     for t, p in settings:
         m = measure(model, tokenizer, rows, args.n, t, p, args.max_new_tokens)
-        line = (f"| {args.label} | {args.split} ({len(rows)} prompts) | {t:g} | {p:g} | {m['parse_rate']:.2f} | "
-                f"{m['correct_rate']:.2f} | {m['mean_reward']:.3f} | {m['zero_std_groups']:.2f} | "
-                f"{m['distinct_per_group']:.2f} | {m['seconds']:.0f} |")
+        line = (
+            f"| {args.label} | {args.split} ({len(rows)} prompts) | {t:g} | {p:g} | {m['parse_rate']:.2f} | "
+            f"{m['correct_rate']:.2f} | {m['mean_reward']:.3f} | {m['zero_std_groups']:.2f} | "
+            f"{m['distinct_per_group']:.2f} | {m['seconds']:.0f} |"
+        )
         print(line, flush=True)
         lines.append(line)
     if args.out:
         path = Path(args.out)
         if not path.exists():
-            path.write_text(f"| model | prompts | temperature | top_p | parse | correct | reward | zero-std groups (N={args.n}) "
-                            "| distinct per group | seconds |\n|---|---|---|---|---|---|---|---|---|---|\n")
+            path.write_text(
+                f"| model | prompts | temperature | top_p | parse | correct | reward | zero-std groups (N={args.n}) "
+                "| distinct per group | seconds |\n|---|---|---|---|---|---|---|---|---|---|\n"
+            )
         with open(path, "a") as fh:
             fh.write("\n".join(lines) + "\n")
 

@@ -43,12 +43,21 @@ def run(settings_name: str, model_path: str, steps: int, work: Path, bf16: bool 
         spec.pop(k, None)
     if settings_name == "trl-defaults":
         spec["prompt_style"] = "full"
-        grpo = {"per_device_train_batch_size": 8, "num_generations": 8, "max_completion_length": 256,
-                "use_cpu": True, "learning_rate": 5e-5}
+        grpo = {
+            "per_device_train_batch_size": 8,
+            "num_generations": 8,
+            "max_completion_length": 256,
+            "use_cpu": True,
+            "learning_rate": 5e-5,
+        }
         if not bf16:
             grpo.update(bf16=False, gradient_checkpointing=False)
-        lora = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05, "target_modules": ["q_proj", "k_proj", "v_proj",
-                                                                                    "o_proj"]}
+        lora = {
+            "r": 16,
+            "lora_alpha": 32,
+            "lora_dropout": 0.05,
+            "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
+        }
         prefill = False
     else:
         grpo = dict(qs.grpo)
@@ -57,18 +66,37 @@ def run(settings_name: str, model_path: str, steps: int, work: Path, bf16: bool 
     from rubriq.config import from_dict
 
     rows = synthesis_rows(from_dict(PromptSpec, spec))
-    grpo.update(output_dir=str(work / settings_name), max_steps=steps, logging_steps=1, save_strategy="no",
-                report_to=[], seed=42)
+    grpo.update(
+        output_dir=str(work / settings_name),
+        max_steps=steps,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        seed=42,
+    )
     tokenizer = load_tokenizer()
-    trainer = build_grpo_trainer(load_model(model_path), tokenizer, rows, RubricRewards(qs.rubric), grpo_args=grpo,
-                                 lora=lora, shared_prompt_prefill=prefill)
+    trainer = build_grpo_trainer(
+        load_model(model_path),
+        tokenizer,
+        rows,
+        RubricRewards(qs.rubric),
+        grpo_args=grpo,
+        lora=lora,
+        shared_prompt_prefill=prefill,
+    )
     trainer.train()
     logs = [x for x in trainer.state.log_history if "step_time" in x]
     mean = lambda k: statistics.fmean(x[k] for x in logs if x.get(k) is not None)  # noqa: E731
-    return {"setting": settings_name, "steps": len(logs), "step": mean("step_time"),
-            "generation": mean("timing/generation_s"), "reward": mean("timing/reward_s"),
-            "update": mean("timing/update_s"), "tokens": mean("completions/mean_length"),
-            "tokens_per_s": mean("tokens_per_s")}
+    return {
+        "setting": settings_name,
+        "steps": len(logs),
+        "step": mean("step_time"),
+        "generation": mean("timing/generation_s"),
+        "reward": mean("timing/reward_s"),
+        "update": mean("timing/update_s"),
+        "tokens": mean("completions/mean_length"),
+        "tokens_per_s": mean("tokens_per_s"),
+    }
 
 
 def main() -> int:
@@ -81,14 +109,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         results = [run(name, args.model, args.steps, Path(tmp), args.bf16) for name in ("trl-defaults", "quickstart")]
     base = results[0]["step"]
-    lines = [f"GRPO step on the embedded SmolLM2-135M, model {args.model}, N = 8, "
-             f"{args.steps} steps each, 2-core CPU; seconds (means); baseline bf16 "
-             f"{'on' if args.bf16 else 'off'}", "",
-             "| setting | step | generation | reward | update | completion tokens | tokens/s | speed-up |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"GRPO step on the embedded SmolLM2-135M, model {args.model}, N = 8, "
+        f"{args.steps} steps each, 2-core CPU; seconds (means); baseline bf16 "
+        f"{'on' if args.bf16 else 'off'}",
+        "",
+        "| setting | step | generation | reward | update | completion tokens | tokens/s | speed-up |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
-        lines.append(f"| {r['setting']} | {r['step']:.1f} | {r['generation']:.1f} | {r['reward']:.2f} | "
-                     f"{r['update']:.1f} | {r['tokens']:.0f} | {r['tokens_per_s']:.1f} | {base / r['step']:.1f}x |")
+        lines.append(
+            f"| {r['setting']} | {r['step']:.1f} | {r['generation']:.1f} | {r['reward']:.2f} | "
+            f"{r['update']:.1f} | {r['tokens']:.0f} | {r['tokens_per_s']:.1f} | {base / r['step']:.1f}x |"
+        )
     text = "\n".join(lines)
     print(text)
     out = ROOT / "benchmarks" / "results" / "grpo_step.md"

@@ -33,13 +33,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--suite-dir", type=Path, default=REPO.parent / "shared" / "benchmarks" / "tcount_suite" / "qasm")
+    parser.add_argument(
+        "--suite-dir", type=Path, default=REPO.parent / "shared" / "benchmarks" / "tcount_suite" / "qasm"
+    )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "rewrite.md")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     circuits = sorted(load_tcount_suite(args.suite_dir), key=lambda c: (c.num_qubits, c.name))
-    header = ("| circuit | qubits | T0 | prep s | identical | s | restructured | s | flipped (F) | s |\n"
-              "|---|---:|---:|---:|---|---:|---|---:|---|---:|")
+    header = (
+        "| circuit | qubits | T0 | prep s | identical | s | restructured | s | flipped (F) | s |\n"
+        "|---|---:|---:|---:|---|---:|---|---:|---|---:|"
+    )
     print(header, flush=True)
     rows, seconds = [header], []
     for c in circuits:
@@ -49,8 +53,11 @@ def main() -> None:
         prep = time.perf_counter() - start
         restructured = transpile(c.circuit, basis_gates=CLIFFORD_T_BASIS, optimization_level=2, seed_transpiler=1)
         cells = []
-        for kind, candidate in (("identical", text), ("restructured", qasm2.dumps(restructured)),
-                                ("flipped", qasm2.dumps(flip_one_t(c.circuit)))):
+        for kind, candidate in (
+            ("identical", text),
+            ("restructured", qasm2.dumps(restructured)),
+            ("flipped", qasm2.dumps(flip_one_t(c.circuit))),
+        ):
             start = time.perf_counter()
             r = evaluator.evaluate(candidate)
             took = time.perf_counter() - start
@@ -65,8 +72,10 @@ def main() -> None:
         row = f"| {c.name} | {c.num_qubits} | {c.t0} | {prep:.2f} | " + " | ".join(cells) + " |"
         rows.append(row)
         print(row, flush=True)
-    summary = (f"\n{len(seconds)} evaluations: p50 {statistics.median(seconds):.2f} s, max {max(seconds):.2f} s "
-               f"(budget 30 s), on {sys.platform} with {__import__('os').cpu_count()} cores")
+    summary = (
+        f"\n{len(seconds)} evaluations: p50 {statistics.median(seconds):.2f} s, max {max(seconds):.2f} s "
+        f"(budget 30 s), on {sys.platform} with {__import__('os').cpu_count()} cores"
+    )
     print(summary)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(rows) + "\n" + summary + "\n")

@@ -48,8 +48,9 @@ def main() -> None:
         t = time.perf_counter()
         run_python(CODE)
         sandbox.append(time.perf_counter() - t)
-    evaluator = RubriQEvaluator(target_algorithm="basis_encoding", num_qubits=2, value=0, config=RubricConfig(),
-                                cache_size=0)
+    evaluator = RubriQEvaluator(
+        target_algorithm="basis_encoding", num_qubits=2, value=0, config=RubricConfig(), cache_size=0
+    )
     full = []
     for _ in range(args.n // 2):
         t = time.perf_counter()
@@ -68,14 +69,18 @@ def main() -> None:
     lines = ["| what | n | p50 (ms) | p95 (ms) | p50 vs sandbox |", "|---|---|---|---|---|"]
     base = statistics.median(sandbox)
     for name, values in rows:
-        lines.append(f"| {name} | {len(values)} | {1000 * statistics.median(values):.1f} | "
-                     f"{1000 * pct(values, 0.95):.1f} | {statistics.median(values) / base:.1f}x |")
+        lines.append(
+            f"| {name} | {len(values)} | {1000 * statistics.median(values):.1f} | "
+            f"{1000 * pct(values, 0.95):.1f} | {statistics.median(values) / base:.1f}x |"
+        )
     lines.append(f"| zygote start-up (once per worker) | 1 | {1000 * startup:.0f} | | |")
     active = ", ".join(k for k, v in layers.items() if v)
     missing = ", ".join(k for k, v in layers.items() if not v) or "none"
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    text = ("\n".join(lines) + f"\n\nLayers holding: {active}. Missing: {missing}.\n"
-            f"Load average during the run (1, 5, 15 min): {load} on {os.cpu_count()} CPUs.\n")
+    text = (
+        "\n".join(lines) + f"\n\nLayers holding: {active}. Missing: {missing}.\n"
+        f"Load average during the run (1, 5, 15 min): {load} on {os.cpu_count()} CPUs.\n"
+    )
     print(text)
     out = Path(__file__).resolve().parent / "results" / "sandbox.md"
     out.parent.mkdir(exist_ok=True)

@@ -29,7 +29,7 @@ class Deadline:
     def remaining(self) -> float | None:
         return None if self.end is None else self.end - time.monotonic()
 
-    def within(self, seconds: float) -> "Deadline":
+    def within(self, seconds: float) -> Deadline:
         """A deadline that ends ``seconds`` from now, or at this one's end if that is sooner.
 
         >>> Deadline(10.0).within(1.0).remaining() <= 1.0

@@ -12,7 +12,8 @@ hit counting, which is what the evaluators need; ``OrderedDict`` gives the LRU o
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Generic, Hashable, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -61,4 +62,5 @@ class LRUCache(Generic[K, V]):
         return self._data.keys()
 
     def clear(self) -> None:
+        """Forget every entry (no eviction callback)."""
         self._data.clear()

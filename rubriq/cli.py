@@ -21,9 +21,10 @@ import json
 import logging
 import sys
 import traceback
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, NoReturn, Optional
+from typing import NoReturn
 
 import typer
 from rich import box
@@ -54,13 +55,18 @@ def _plain_argument_metavars() -> None:
     def type_name(self, ctx):
         return None if self.metavar else rich_type(self, ctx)
 
-    TyperArgument._usage_display_name = usage_name
-    TyperArgument.display_type_rich = type_name
+    TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
+    TyperArgument.display_type_rich = type_name  # type: ignore[method-assign]
 
 
 _plain_argument_metavars()
-app = typer.Typer(help="RubriQ: rubric-rewarded quantum circuit synthesis.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, context_settings=CONTEXT, rich_markup_mode=None)
+app = typer.Typer(
+    help="RubriQ: rubric-rewarded quantum circuit synthesis.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings=CONTEXT,
+    rich_markup_mode=None,
+)
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 log = logging.getLogger("rubriq.cli")
@@ -115,8 +121,20 @@ def quiet_libraries(verbose: bool) -> None:
 
     # the console script's own handler (a no-op under pytest or an embedding program's logging)
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr)
-    for name in ("transformers", "datasets", "accelerate", "peft", "trl", "qiskit", "httpx", "urllib3", "gradio",
-                 "huggingface_hub", "matplotlib", "numba"):
+    for name in (
+        "transformers",
+        "datasets",
+        "accelerate",
+        "peft",
+        "trl",
+        "qiskit",
+        "httpx",
+        "urllib3",
+        "gradio",
+        "huggingface_hub",
+        "matplotlib",
+        "numba",
+    ):
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
     if verbose:
         return
@@ -168,8 +186,12 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the console script never shows a raw traceback by default
         if STATE["verbose"] or "--verbose" in args or "-v" in args:
             traceback.print_exc()
-        err.print(f"error: internal: {type(exc).__name__}: {' '.join(str(exc).split())} (rerun with --verbose "
-                  "for the traceback; please report it)", markup=False, soft_wrap=True)
+        err.print(
+            f"error: internal: {type(exc).__name__}: {' '.join(str(exc).split())} (rerun with --verbose "
+            "for the traceback; please report it)",
+            markup=False,
+            soft_wrap=True,
+        )
         return EXIT_FAILED
     return code if isinstance(code, int) else EXIT_OK
 
@@ -208,10 +230,17 @@ def _check_target(name: str | None, qubits: int | None, flag: str = "--target") 
     if name is None or name == "circuit":
         return
     cls = TARGETS[name]
-    check(qubits is not None, "--qubits", f"the target {name} needs its number of qubits ({cls.min_qubits}-"
-                                          f"{cls.max_qubits})")
-    check(cls.min_qubits <= qubits <= cls.max_qubits, "--qubits",
-          f"{name} takes {cls.min_qubits}-{cls.max_qubits} qubits, got {qubits}")
+    check(
+        qubits is not None,
+        "--qubits",
+        f"the target {name} needs its number of qubits ({cls.min_qubits}-{cls.max_qubits})",
+    )
+    assert qubits is not None
+    check(
+        cls.min_qubits <= qubits <= cls.max_qubits,
+        "--qubits",
+        f"{name} takes {cls.min_qubits}-{cls.max_qubits} qubits, got {qubits}",
+    )
 
 
 def _check_model(model: str, flag: str = "--model") -> None:
@@ -230,23 +259,25 @@ FORMATS = ("qasm2", "qasm3", "python")
 # -- score ----------------------------------------------------------------------------------------
 @app.command(context_settings=CONTEXT)
 def score(
-    file: str = typer.Argument(..., metavar="FILE", help="Completion or circuit file (QASM, Python, or LLM text); "
-                                                         "'-' for stdin."),
+    file: str = typer.Argument(
+        ..., metavar="FILE", help="Completion or circuit file (QASM, Python, or LLM text); '-' for stdin."
+    ),
     target: str = typer.Option(..., "--target", "-t", metavar="NAME", help="Target algorithm (rubriq targets)."),
-    qubits: Optional[int] = typer.Option(None, "--qubits", "-q", metavar="N", help="Number of qubits of the target."),
-    param: list[str] = typer.Option([], "--param", "-p", metavar="KEY=VALUE",
-                                    help="Target parameter (repeatable)."),
-    target_qasm: Optional[Path] = typer.Option(None, metavar="FILE", help="QASM file of the target circuit "
-                                                                          "(--target circuit)."),
-    config: Optional[Path] = typer.Option(None, "--config", "-c", metavar="YAML",
-                                          help="Rubric YAML (configs/rubric_default.yaml)."),
+    qubits: int | None = typer.Option(None, "--qubits", "-q", metavar="N", help="Number of qubits of the target."),
+    param: list[str] = typer.Option([], "--param", "-p", metavar="KEY=VALUE", help="Target parameter (repeatable)."),
+    target_qasm: Path | None = typer.Option(
+        None, metavar="FILE", help="QASM file of the target circuit (--target circuit)."
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", "-c", metavar="YAML", help="Rubric YAML (configs/rubric_default.yaml)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
 ) -> None:
     """Score one completion with the rubric and print the breakdown. Exit 0: scored; 1: nothing
     could be parsed or scored (the reason is printed); 2: bad input."""
     from rubriq.config import RubricConfig
-    from rubriq.evaluator.result import is_correct
     from rubriq.evaluator import RubriQEvaluator
+    from rubriq.evaluator.result import is_correct
 
     _check_target(target, qubits)
     params = _parse_params(param)
@@ -268,8 +299,12 @@ def score(
         _print_result(result, correct, threshold)
     width = (result.target or {}).get("num_qubits")
     if result.parsed and result.num_qubits is not None and width and result.num_qubits < width:
-        err.print(f"warning: the circuit has {result.num_qubits} qubits, the target {width}: it was scored against "
-                  f"the {width}-qubit target with the missing qubits left idle (identity)", markup=False, soft_wrap=True)
+        err.print(
+            f"warning: the circuit has {result.num_qubits} qubits, the target {width}: it was scored against "
+            f"the {width}-qubit target with the missing qubits left idle (identity)",
+            markup=False,
+            soft_wrap=True,
+        )
     if result.error:
         raise typer.Exit(EXIT_FAILED)
 
@@ -281,9 +316,13 @@ def _print_result(result, correct: bool, threshold: float) -> None:
         "clifford": f"{result.num_gates} gates as written" if result.parsed else "",
         "tcount": f"T(c) = {result.t_count}" if result.t_count is not None else "",
         "hardware": f"best: {result.best_backend}" if result.best_backend else "",
-        "fidelity": (f"F_process = {result.process_fidelity:.10f}, F_avg = {result.average_fidelity:.10f}"
-                     if result.fidelity_kind == "process" else
-                     f"F_state = {result.process_fidelity:.10f}" if result.fidelity_kind else ""),
+        "fidelity": (
+            f"F_process = {result.process_fidelity:.10f}, F_avg = {result.average_fidelity:.10f}"
+            if result.fidelity_kind == "process"
+            else f"F_state = {result.process_fidelity:.10f}"
+            if result.fidelity_kind
+            else ""
+        ),
         "efficiency": f"depth {result.depth}, {result.num_qubits} qubits" if result.depth is not None else "",
     }
     for name, value in result.scores.items():
@@ -296,17 +335,35 @@ def _print_result(result, correct: bool, threshold: float) -> None:
         return
     f = result.average_fidelity
     verdict = "CORRECT" if correct else "NOT CORRECT"
-    console.print(f"{verdict}: F_avg = {f:.6f} {'>=' if correct else '<'} {threshold} (the correctness threshold); "
-                  f"reward {result.reward:.4f}. The reward is a weighted sum: a wrong circuit can score close to a "
-                  "correct one (README, 'Reading a score')." if f is not None else f"{verdict}: no fidelity",
-                  markup=False)
+    console.print(
+        f"{verdict}: F_avg = {f:.6f} {'>=' if correct else '<'} {threshold} (the correctness threshold); "
+        f"reward {result.reward:.4f}. The reward is a weighted sum: a wrong circuit can score close to a "
+        "correct one (README, 'Reading a score')."
+        if f is not None
+        else f"{verdict}: no fidelity",
+        markup=False,
+    )
     console.print(f"extracted by: {result.strategy}", markup=False)
     if result.hardware:
-        hw = _table("hardware fit per backend", "backend", "S_H", "fits qubits", "fits depth", "native frac",
-                    "swaps", keep_whole=("backend",))
+        hw = _table(
+            "hardware fit per backend",
+            "backend",
+            "S_H",
+            "fits qubits",
+            "fits depth",
+            "native frac",
+            "swaps",
+            keep_whole=("backend",),
+        )
         for name, row in result.hardware.items():
-            hw.add_row(name, f"{row['score']:.4f}", str(row["fits_qubits"]), str(row["fits_depth"]),
-                       f"{row['native_fraction']:.2f}", "-" if row["swaps"] is None else str(row["swaps"]))
+            hw.add_row(
+                name,
+                f"{row['score']:.4f}",
+                str(row["fits_qubits"]),
+                str(row["fits_depth"]),
+                f"{row['native_fraction']:.2f}",
+                "-" if row["swaps"] is None else str(row["swaps"]),
+            )
         console.print(hw)
 
 
@@ -326,8 +383,9 @@ def targets() -> None:
 
 
 # -- data -----------------------------------------------------------------------------------------
-data_app = typer.Typer(help="Build prompt datasets and fetch circuit collections.", no_args_is_help=True,
-                       context_settings=CONTEXT)
+data_app = typer.Typer(
+    help="Build prompt datasets and fetch circuit collections.", no_args_is_help=True, context_settings=CONTEXT
+)
 app.add_typer(data_app, name="data")
 
 
@@ -335,9 +393,12 @@ app.add_typer(data_app, name="data")
 def data_build(
     out: Path = typer.Option(Path("data"), "--out", metavar="DIR", help="Output folder."),
     small: bool = typer.Option(False, "--small", help="A few rows per family (tests, quickstart)."),
-    collections: str = typer.Option("tcount,mqt,qiskit-arith", metavar="LIST",
-                                    help="Rewrite collections, comma-separated (tcount, mqt, qiskit-arith)."),
-    suite_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Folder of the T-count suite's .qasm files."),
+    collections: str = typer.Option(
+        "tcount,mqt,qiskit-arith",
+        metavar="LIST",
+        help="Rewrite collections, comma-separated (tcount, mqt, qiskit-arith).",
+    ),
+    suite_dir: Path | None = typer.Option(None, metavar="DIR", help="Folder of the T-count suite's .qasm files."),
     seed: int = typer.Option(42, metavar="N", help="Split and sampling seed."),
 ) -> None:
     """Write the synthesis prompt dataset and the rewrite-with-fewer-T datasets (split by target:
@@ -352,17 +413,31 @@ def data_build(
     check(not out.is_file(), "--out", f"{out} is a file, not a folder")
     with reported():
         report = build_all(out, small=small, collections=names, suite_dir=suite_dir, seed=seed)
-    table = _table(f"datasets written to {out} (counts: train/validation/test; T0 buckets: selected/available)",
-                   "dataset", "rows", "targets", "T0 buckets", "circuits skipped", keep_whole=("dataset",))
+    table = _table(
+        f"datasets written to {out} (counts: train/validation/test; T0 buckets: selected/available)",
+        "dataset",
+        "rows",
+        "targets",
+        "T0 buckets",
+        "circuits skipped",
+        keep_whole=("dataset",),
+    )
     for name, info in report.items():
         if name == "unavailable":
             continue
         rows, tgts = info["rows"], info["targets"]
-        buckets = "" if name == "prompts" else "; ".join(
-            f"{b} {v['selected']}/{v['available']}" for b, v in info["buckets"].items())
+        buckets = (
+            ""
+            if name == "prompts"
+            else "; ".join(f"{b} {v['selected']}/{v['available']}" for b, v in info["buckets"].items())
+        )
         skipped = "" if name == "prompts" else ", ".join(f"{k}: {v}" for k, v in info["skipped"].items())
-        table.add_row(name, *("/".join(str(counts.get(k, 0)) for k in ("train", "validation", "test"))
-                              for counts in (rows, tgts)), buckets, escape(skipped))
+        table.add_row(
+            name,
+            *("/".join(str(counts.get(k, 0)) for k in ("train", "validation", "test")) for counts in (rows, tgts)),
+            buckets,
+            escape(skipped),
+        )
     console.print(table)
     for name, why in report.get("unavailable", {}).items():
         console.print(f"skipped collection {name}: {why}", markup=False)
@@ -371,7 +446,7 @@ def data_build(
 @data_app.command("fetch")
 def data_fetch(
     what: str = typer.Argument(..., metavar="COLLECTION", help="tcount-suite"),
-    dest: Optional[Path] = typer.Option(None, metavar="DIR", help="Destination (default ~/.cache/rubriq/tcount_suite)."),
+    dest: Path | None = typer.Option(None, metavar="DIR", help="Destination (default ~/.cache/rubriq/tcount_suite)."),
 ) -> None:
     """Download a public circuit collection (needs network)."""
     from rubriq.data.suites import fetch_tcount_suite
@@ -386,17 +461,23 @@ def data_fetch(
 @app.command(context_settings=CONTEXT)
 def baselines(
     suite: str = typer.Option("tcount", metavar="NAME", help="tcount | mqt | qiskit-arith | prompts"),
-    methods: str = typer.Option("qiskit,tket,pyzx,best", metavar="LIST",
-                                help="Comma-separated: qiskit, tket, pyzx, best (the verified minimum of all, plus "
-                                     "PyZX then TKET/Qiskit)."),
-    out: Path = typer.Option(Path("runs/baselines"), metavar="DIR", help="Output folder (baselines.csv, "
-                                                                         "baselines.md)."),
-    suite_dir: Optional[Path] = typer.Option(None, metavar="DIR", help="Folder of the T-count suite's .qasm files."),
-    published: Optional[Path] = typer.Option(None, metavar="CSV", help="published_tcounts.csv: reference columns."),
-    max_t0: Optional[int] = typer.Option(None, metavar="N", help="Only circuits with T0 <= N."),
-    limit: Optional[int] = typer.Option(None, metavar="N", help="At most N circuits (stratified, seed 42)."),
-    route_timeout: float = typer.Option(180.0, metavar="SECONDS", help="Per compiler route (compile + verify); a "
-                                        "timed-out route is recorded, the other routes still count."),
+    methods: str = typer.Option(
+        "qiskit,tket,pyzx,best",
+        metavar="LIST",
+        help="Comma-separated: qiskit, tket, pyzx, best (the verified minimum of all, plus PyZX then TKET/Qiskit).",
+    ),
+    out: Path = typer.Option(
+        Path("runs/baselines"), metavar="DIR", help="Output folder (baselines.csv, baselines.md)."
+    ),
+    suite_dir: Path | None = typer.Option(None, metavar="DIR", help="Folder of the T-count suite's .qasm files."),
+    published: Path | None = typer.Option(None, metavar="CSV", help="published_tcounts.csv: reference columns."),
+    max_t0: int | None = typer.Option(None, metavar="N", help="Only circuits with T0 <= N."),
+    limit: int | None = typer.Option(None, metavar="N", help="At most N circuits (stratified, seed 42)."),
+    route_timeout: float = typer.Option(
+        180.0,
+        metavar="SECONDS",
+        help="Per compiler route (compile + verify); a timed-out route is recorded, the other routes still count.",
+    ),
     workers: int = typer.Option(0, metavar="N", help="Worker processes (0 = one per core)."),
     resume: bool = typer.Option(False, help="Skip (circuit, method) cells already in OUT/baselines.csv."),
 ) -> None:
@@ -411,8 +492,11 @@ def baselines(
     check(suite in suites, "--suite", f"unknown suite {suite!r}; use {', '.join(suites)}")
     method_list = [m.strip() for m in methods.split(",") if m.strip()]
     unknown = [m for m in method_list if m not in METHODS]
-    check(bool(method_list) and not unknown, "--methods",
-          f"unknown method(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(METHODS)}")
+    check(
+        bool(method_list) and not unknown,
+        "--methods",
+        f"unknown method(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(METHODS)}",
+    )
     check(route_timeout > 0, "--route-timeout", f"must be > 0 seconds, got {route_timeout}")
     check(workers >= 0, "--workers", f"must be >= 0 (0 = one per core), got {workers}")
     check(limit is None or limit >= 1, "--limit", f"must be >= 1, got {limit}")
@@ -435,18 +519,28 @@ def baselines(
     if done:
         console.print(f"resuming: {len(done)} (circuit, method) cells already in {out / 'baselines.csv'}")
     with reported():
-        rows = run_suite(circuits, method_list, reference, route_timeout_s=route_timeout,
-                         workers=workers or os.cpu_count() or 1, done=done,
-                         on_row=lambda finished: write_reports(finished, method_list, out,
-                                                               title + " (in progress)", columns))
+        rows = run_suite(
+            circuits,
+            method_list,
+            reference,
+            route_timeout_s=route_timeout,
+            workers=workers or os.cpu_count() or 1,
+            done=done,
+            on_row=lambda finished: write_reports(finished, method_list, out, title + " (in progress)", columns),
+        )
     csv_path, md_path = write_reports(rows, method_list, out, title, columns)
     table = _table(title, "circuit", "T0", *method_list, keep_whole=("circuit",))
     for row in rows:
         cells = []
         for m in method_list:
             res = row.results.get(m)
-            cells.append("-" if res is None else f"{res.t}" + ("" if res.verified else f" ({res.verdict})")
-                         if res.t is not None else res.verdict)
+            cells.append(
+                "-"
+                if res is None
+                else f"{res.t}" + ("" if res.verified else f" ({res.verdict})")
+                if res.t is not None
+                else res.verdict
+            )
         table.add_row(row.circuit.name, str(row.circuit.t0), *cells)
     console.print(table)
     console.print(f"wrote {csv_path} and {md_path}")
@@ -467,15 +561,24 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
     if as_json:
         print(json.dumps(report, indent=2))
         raise typer.Exit(EXIT_OK if all(report["active"].values()) else EXIT_FAILED)
-    table = _table(f"RubriQ sandbox layers (euid {report.get('euid')}, child's host uid {report.get('outside_uid')}, "
-                   f"Python {report.get('python')})", "layer", "holds", "why not", keep_whole=("layer",))
+    table = _table(
+        f"RubriQ sandbox layers (euid {report.get('euid')}, child's host uid {report.get('outside_uid')}, "
+        f"Python {report.get('python')})",
+        "layer",
+        "holds",
+        "why not",
+        keep_whole=("layer",),
+    )
     for name, active in report["active"].items():
         table.add_row(name, "yes" if active else "NO", escape(report["why"].get(name, "")))
     console.print(table)
     sc = report.get("seccomp") or {}
     if sc:
-        console.print(f"seccomp: default {sc['default']}; other architectures and x32: "
-                      f"{sc['other architectures and x32']}; ENOSYS: {', '.join(sc['ENOSYS'])}", markup=False)
+        console.print(
+            f"seccomp: default {sc['default']}; other architectures and x32: "
+            f"{sc['other architectures and x32']}; ENOSYS: {', '.join(sc['ENOSYS'])}",
+            markup=False,
+        )
         console.print("allowed: " + ", ".join(sc["allowed"]), markup=False)
         for name, condition in sc["allowed with conditions"].items():
             console.print(f"allowed if {condition}: {name}", markup=False)
@@ -485,27 +588,30 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="Print the report 
 
 
 # -- train ----------------------------------------------------------------------------------------
-train_app = typer.Typer(help="Train a policy (GRPO, Sparse-GRPO, Sparse-PPO, ablations).", no_args_is_help=True,
-                        context_settings=CONTEXT)
+train_app = typer.Typer(
+    help="Train a policy (GRPO, Sparse-GRPO, Sparse-PPO, ablations).", no_args_is_help=True, context_settings=CONTEXT
+)
 app.add_typer(train_app, name="train")
 LAUNCHERS = ("python", "accelerate")
 
 
 @train_app.command("run")
 def train_run(
-    config: Path = typer.Argument(..., metavar="YAML", help="Training YAML (configs/rubriq_grpo.yaml, "
-                                                            "configs/variants/...)."),
+    config: Path = typer.Argument(
+        ..., metavar="YAML", help="Training YAML (configs/rubriq_grpo.yaml, configs/variants/...)."
+    ),
     launcher: str = typer.Option("python", metavar="NAME", help="python (one process) or accelerate."),
     num_processes: int = typer.Option(1, metavar="N", help="Processes over all machines (GPUs)."),
     num_machines: int = typer.Option(1, metavar="N", help="Machines (multi-node needs --main-process-ip)."),
     machine_rank: int = typer.Option(0, metavar="N", help="Rank of this machine."),
-    main_process_ip: Optional[str] = typer.Option(None, metavar="HOST", help="Rank-0 host for multi-node runs."),
-    accelerate_config: Optional[Path] = typer.Option(None, metavar="YAML",
-                                                     help="e.g. configs/accelerate/deepspeed_zero2.yaml"),
+    main_process_ip: str | None = typer.Option(None, metavar="HOST", help="Rank-0 host for multi-node runs."),
+    accelerate_config: Path | None = typer.Option(
+        None, metavar="YAML", help="e.g. configs/accelerate/deepspeed_zero2.yaml"
+    ),
     cpu: bool = typer.Option(False, "--cpu", help="Run the accelerate processes on CPUs (gloo): tests, debugging."),
     main_process_port: int = typer.Option(29500, metavar="PORT", help="Rendezvous port of rank 0."),
     resume: bool = typer.Option(False, help="Continue from the last checkpoint in output_dir."),
-    max_steps: Optional[int] = typer.Option(None, metavar="N", help="Override the RL max_steps."),
+    max_steps: int | None = typer.Option(None, metavar="N", help="Override the RL max_steps."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, print the command, run nothing."),
 ) -> None:
     """Train with the entry point rubriq/training/train_rubriq.py (here or under accelerate; for
@@ -514,18 +620,33 @@ def train_run(
 
     from rubriq.training.launch import LaunchSettings, as_shell, check_runnable, launch_command
 
-    check(launcher in LAUNCHERS, "--launcher", f"unknown launcher {launcher!r}; use python or accelerate (Slurm: "
-                                               "sbatch scripts/submit_rubriq_perlmutter.slurm)")
+    check(
+        launcher in LAUNCHERS,
+        "--launcher",
+        f"unknown launcher {launcher!r}; use python or accelerate (Slurm: "
+        "sbatch scripts/submit_rubriq_perlmutter.slurm)",
+    )
     check(num_processes >= 1, "--num-processes", f"must be >= 1, got {num_processes}")
     check(num_machines >= 1, "--num-machines", f"must be >= 1, got {num_machines}")
     check(0 <= machine_rank < num_machines, "--machine-rank", f"must be in 0..{num_machines - 1}, got {machine_rank}")
     check(1 <= main_process_port <= 65535, "--main-process-port", f"{main_process_port} is not a TCP port")
     check(max_steps is None or max_steps >= 1, "--max-steps", f"must be >= 1, got {max_steps}")
     check(config.is_file(), "YAML", f"no such file: {config}")
-    check(accelerate_config is None or accelerate_config.is_file(), "--accelerate-config",
-          f"no such file: {accelerate_config}")
-    launch = LaunchSettings(launcher, num_processes, num_machines, machine_rank, main_process_ip, main_process_port,
-                            accelerate_config=str(accelerate_config) if accelerate_config else None, cpu=cpu)
+    check(
+        accelerate_config is None or accelerate_config.is_file(),
+        "--accelerate-config",
+        f"no such file: {accelerate_config}",
+    )
+    launch = LaunchSettings(
+        launcher,
+        num_processes,
+        num_machines,
+        machine_rank,
+        main_process_ip,
+        main_process_port,
+        accelerate_config=str(accelerate_config) if accelerate_config else None,
+        cpu=cpu,
+    )
     with reported():
         cmd = launch_command(config, launch, resume=resume, max_steps=max_steps)
     from rubriq.training.config import TrainSettings
@@ -533,8 +654,11 @@ def train_run(
     with reported(flag=str(config)):
         settings = TrainSettings.from_yaml(config)
     if dry_run:
-        console.print(f"config ok: {config} ({settings.algorithm}, reward {settings.reward.kind}, "
-                      f"model {settings.model.name_or_path}, output {settings.output_dir})", markup=False)
+        console.print(
+            f"config ok: {config} ({settings.algorithm}, reward {settings.reward.kind}, "
+            f"model {settings.model.name_or_path}, output {settings.output_dir})",
+            markup=False,
+        )
         print(as_shell(cmd))
         return
     with reported():
@@ -544,10 +668,14 @@ def train_run(
 
 @train_app.command("variants")
 def train_variants(
-    base: Path = typer.Option(Path("configs/rubriq_grpo.yaml"), metavar="YAML", help="The config the variants "
-                                                                                     "start from."),
-    out: Path = typer.Option(Path("runs/variants"), metavar="DIR", help="Folder for the variant YAML files (the "
-                             "committed ones: --out configs/variants)."),
+    base: Path = typer.Option(
+        Path("configs/rubriq_grpo.yaml"), metavar="YAML", help="The config the variants start from."
+    ),
+    out: Path = typer.Option(
+        Path("runs/variants"),
+        metavar="DIR",
+        help="Folder for the variant YAML files (the committed ones: --out configs/variants).",
+    ),
     delta: float = typer.Option(0.05, metavar="STEP", help="Weight step of the sensitivity grid."),
 ) -> None:
     """Write Sparse-GRPO, Sparse-PPO, no-w_H/T/E and the +/-delta weight grid as YAML files."""
@@ -561,17 +689,18 @@ def train_variants(
 
 
 # -- study ----------------------------------------------------------------------------------------
-study_app = typer.Typer(help="Studies that measure what training does (docs/studies.md).", no_args_is_help=True,
-                        context_settings=CONTEXT)
+study_app = typer.Typer(
+    help="Studies that measure what training does (docs/studies.md).", no_args_is_help=True, context_settings=CONTEXT
+)
 app.add_typer(study_app, name="study")
 
 
 @study_app.command("convergence")
 def study_convergence(
     config: Path = typer.Argument(..., metavar="YAML", help="Study YAML (configs/studies/convergence_cpu.yaml)."),
-    out: Optional[Path] = typer.Option(None, metavar="DIR", help="Output folder (default: the study's output_dir)."),
-    arm: Optional[list[str]] = typer.Option(None, metavar="NAME", help="Run only this arm (repeatable)."),
-    seed: Optional[list[int]] = typer.Option(None, metavar="N", help="Run only this seed (repeatable)."),
+    out: Path | None = typer.Option(None, metavar="DIR", help="Output folder (default: the study's output_dir)."),
+    arm: list[str] | None = typer.Option(None, metavar="NAME", help="Run only this arm (repeatable)."),
+    seed: list[int] | None = typer.Option(None, metavar="N", help="Run only this seed (repeatable)."),
     summary_only: bool = typer.Option(False, "--summary-only", help="Rewrite the summary from finished arm-seeds."),
 ) -> None:
     """Rubric vs gated rubric vs sparse reward vs no RL from one warm-start, over seeds, evaluated on
@@ -587,23 +716,29 @@ def study_convergence(
             n = min(len(rows), study.max_prompts) if study.max_prompts else len(rows)
             report = convergence.write_summary(folder, study, n)
         else:
-            report = convergence.run(config, out, arm or None, seed or None,
-                                     progress=lambda m: console.print(f"study: {m}", markup=False))
+            report = convergence.run(
+                config, out, arm or None, seed or None, progress=lambda m: console.print(f"study: {m}", markup=False)
+            )
     console.print(f"summary: {report}", markup=False)
 
 
 # -- hardware -------------------------------------------------------------------------------------
-hardware_app = typer.Typer(help="Transpile and run circuits on IBM / IonQ or their offline emulation.",
-                           no_args_is_help=True, context_settings=CONTEXT)
+hardware_app = typer.Typer(
+    help="Transpile and run circuits on IBM / IonQ or their offline emulation.",
+    no_args_is_help=True,
+    context_settings=CONTEXT,
+)
 app.add_typer(hardware_app, name="hardware")
 
 
 @hardware_app.command("run")
 def hardware_run(
-    circuits: list[Path] = typer.Argument(..., metavar="PATH...", help=".qasm / .py files, folders of .qasm, or an "
-                                                                       "evaluation records.jsonl."),
-    backend: list[str] = typer.Option(["ibm_eagle"], metavar="NAME", help="Catalog backend (repeatable; rubriq "
-                                                                          "hardware backends)."),
+    circuits: list[Path] = typer.Argument(
+        ..., metavar="PATH...", help=".qasm / .py files, folders of .qasm, or an evaluation records.jsonl."
+    ),
+    backend: list[str] = typer.Option(
+        ["ibm_eagle"], metavar="NAME", help="Catalog backend (repeatable; rubriq hardware backends)."
+    ),
     shots: int = typer.Option(4096, metavar="N", help="Shots per circuit."),
     top_k: int = typer.Option(5, metavar="K", help="Circuits taken from an evaluation JSONL (best correct by reward)."),
     threshold: float = typer.Option(0.05, metavar="NATS", help="KL flag threshold (the paper's 0.05)."),
@@ -620,18 +755,39 @@ def hardware_run(
         check_options(backend, shots, top_k, threshold)
     with reported(flag="PATH"):
         loaded = load_circuits(circuits, top_k)
-    run = HardwareRun(backend, shots, seed, threshold, out, offline, dry_run,
-                      say=lambda m: err.print(m, markup=False, soft_wrap=True))
+    run = HardwareRun(
+        backend, shots, seed, threshold, out, offline, dry_run, say=lambda m: err.print(m, markup=False, soft_wrap=True)
+    )
     with reported():
         rows = run.run(loaded)
-    table = _table("what would be sent (dry run)" if dry_run else "results", "backend", "circuit", "mode", "qubits",
-                   "depth", "2q gates", "SWAPs", "KL", keep_whole=("backend",))
+    table = _table(
+        "what would be sent (dry run)" if dry_run else "results",
+        "backend",
+        "circuit",
+        "mode",
+        "qubits",
+        "depth",
+        "2q gates",
+        "SWAPs",
+        "KL",
+        keep_whole=("backend",),
+    )
     for r in rows:
         kl = r.get("kl")
-        table.add_row(r["backend"], escape(r["circuit"]), r["mode"], str(r["qubits"]), str(r["depth"]),
-                      str(r["two_qubit_gates"]), str(r["swaps_inserted"]),
-                      "-" if kl is None else f"{kl:.4f}" + (" > threshold" if r.get("flagged") else "")
-                      if r.get("status", "done") == "done" or kl is not None else f"pending ({r.get('status')})")
+        table.add_row(
+            r["backend"],
+            escape(r["circuit"]),
+            r["mode"],
+            str(r["qubits"]),
+            str(r["depth"]),
+            str(r["two_qubit_gates"]),
+            str(r["swaps_inserted"]),
+            "-"
+            if kl is None
+            else f"{kl:.4f}" + (" > threshold" if r.get("flagged") else "")
+            if r.get("status", "done") == "done" or kl is not None
+            else f"pending ({r.get('status')})",
+        )
     console.print(table)
     if dry_run:
         console.print("nothing sent; cost: see the IBM Quantum and IonQ pricing pages (IonQ bills per gate-shot)")
@@ -645,14 +801,29 @@ def hardware_backends() -> None:
     """The backend catalog: qubits, topology, native gates, depth budget, error rates and sources."""
     from rubriq.circuit.backends import CATALOG, error_rates
 
-    table = _table("RubriQ backend catalog (names for --backend)", "backend", "device", "qubits", "topology",
-                   "max depth", "native gates", keep_whole=("backend",))
+    table = _table(
+        "RubriQ backend catalog (names for --backend)",
+        "backend",
+        "device",
+        "qubits",
+        "topology",
+        "max depth",
+        "native gates",
+        keep_whole=("backend",),
+    )
     for name, spec in CATALOG.items():
-        table.add_row(name, spec.family, str(spec.num_qubits), spec.topology, str(spec.max_depth),
-                      " ".join(sorted(spec.native_gates)))
+        table.add_row(
+            name,
+            spec.family,
+            str(spec.num_qubits),
+            spec.topology,
+            str(spec.max_depth),
+            " ".join(sorted(spec.native_gates)),
+        )
     console.print(table)
-    rates = _table("error rates (emulation; sources below)", "backend", "e_1q", "e_2q", "e_readout",
-                   keep_whole=("backend",))
+    rates = _table(
+        "error rates (emulation; sources below)", "backend", "e_1q", "e_2q", "e_readout", keep_whole=("backend",)
+    )
     for name in CATALOG:
         e = error_rates(name)
         rates.add_row(name, f"{e['error_1q']:.2e}", f"{e['error_2q']:.2e}", f"{e['error_readout']:.2e}")
@@ -665,8 +836,11 @@ def hardware_backends() -> None:
 def _check_sampling(samples: int, temperature: float, max_new_tokens: int, samples_flag: str) -> None:
     check(samples >= 1, samples_flag, f"must be >= 1, got {samples}")
     check(temperature >= 0, "--temperature", f"must be >= 0, got {temperature}")
-    check(temperature > 0 or samples == 1, samples_flag, f"{samples} samples need --temperature > 0 (greedy decoding "
-                                                         "gives one distinct completion)")
+    check(
+        temperature > 0 or samples == 1,
+        samples_flag,
+        f"{samples} samples need --temperature > 0 (greedy decoding gives one distinct completion)",
+    )
     check(max_new_tokens >= 1, "--max-new-tokens", f"must be >= 1, got {max_new_tokens}")
 
 
@@ -695,25 +869,43 @@ def evaluate(
     unknown = [m for m in methods if m not in METHODS]
     check(not unknown, "--baselines", f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
     check(dataset.is_dir(), "--dataset", f"no folder {dataset} (write one with rubriq data build)")
-    check((dataset / f"{split}.jsonl").is_file(), "--split", f"no split {split!r} in {dataset} (has: "
-          f"{', '.join(sorted(p.stem for p in dataset.glob('*.jsonl'))) or 'none'})")
+    check(
+        (dataset / f"{split}.jsonl").is_file(),
+        "--split",
+        f"no split {split!r} in {dataset} (has: "
+        f"{', '.join(sorted(p.stem for p in dataset.glob('*.jsonl'))) or 'none'})",
+    )
     _check_model(model)
     _warn_style(model, dataset, split)
-    req = EvalRequest(model=model, dataset=str(dataset), split=split, samples=samples, temperature=temperature,
-                      max_new_tokens=max_new_tokens, max_prompts=max_prompts, eps=eps)
+    req = EvalRequest(
+        model=model,
+        dataset=str(dataset),
+        split=split,
+        samples=samples,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        max_prompts=max_prompts,
+        eps=eps,
+    )
     with reported():
         summary = run_evaluation(req, out, baselines=methods)
     s = summary["overall"]
     ks = sorted(int(k.removeprefix("pass@")) for k in s if k.startswith("pass@"))
-    table = _table(f"{model} on {dataset} [{split}] ({s['completions']} completions)", "metric", "value",
-                   keep_whole=("metric",))
-    for label, value in (("parse rate", fmt(s["parse_rate"], 2)), ("mean F_avg", fmt(s["mean_fidelity"])),
-                         (f"correct (F_avg >= {1 - eps:g})", fmt(s["correct_rate"], 2)),
-                         ("C = T0/T over correct", fmt(s["compression"], 2)), ("MNTC", fmt(s["mntc"])),
-                         ("violation rate V", fmt(s["violation_rate"], 2)),
-                         *((f"pass@{k}", fmt(s.get(f"pass@{k}"), 2)) for k in ks),
-                         ("mean reward", fmt(s["mean_reward"])), ("wrong rewarded", fmt(s["wrong_rewarded_rate"], 2)),
-                         ("trivial", fmt(s["trivial_rate"], 2))):
+    table = _table(
+        f"{model} on {dataset} [{split}] ({s['completions']} completions)", "metric", "value", keep_whole=("metric",)
+    )
+    for label, value in (
+        ("parse rate", fmt(s["parse_rate"], 2)),
+        ("mean F_avg", fmt(s["mean_fidelity"])),
+        (f"correct (F_avg >= {1 - eps:g})", fmt(s["correct_rate"], 2)),
+        ("C = T0/T over correct", fmt(s["compression"], 2)),
+        ("MNTC", fmt(s["mntc"])),
+        ("violation rate V", fmt(s["violation_rate"], 2)),
+        *((f"pass@{k}", fmt(s.get(f"pass@{k}"), 2)) for k in ks),
+        ("mean reward", fmt(s["mean_reward"])),
+        ("wrong rewarded", fmt(s["wrong_rewarded_rate"], 2)),
+        ("trivial", fmt(s["trivial_rate"], 2)),
+    ):
         table.add_row(label, value)
     console.print(table)
     if summary.get("baselines"):
@@ -733,33 +925,46 @@ def _warn_style(model: str, dataset: Path, split: str) -> None:
     style = "full" if prompt[0].get("role") == "system" else "compact"
     trained = prompt_style_of(model)
     if Path(model).is_dir() and style != trained:
-        err.print(f"warning: {dataset} has {style} prompts but {model} was trained on {trained} prompts (build the "
-                  f"dataset with prompt_style: {trained})", markup=False, soft_wrap=True)
+        err.print(
+            f"warning: {dataset} has {style} prompts but {model} was trained on {trained} prompts (build the "
+            f"dataset with prompt_style: {trained})",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def _baseline_table(rows: list[dict]) -> Table:
     methods = sorted({r["method"] for r in rows})
-    table = _table("compiler baselines on the same targets (T, verified)", "target", "T0", *methods,
-                   keep_whole=("target",))
+    table = _table(
+        "compiler baselines on the same targets (T, verified)", "target", "T0", *methods, keep_whole=("target",)
+    )
     by_circuit: dict[str, dict] = {}
     for r in rows:
         by_circuit.setdefault(r["circuit"], {"t0": r["t0"]})[r["method"]] = r
     for name, cells in by_circuit.items():
-        table.add_row(name, str(cells["t0"]), *(("-" if m not in cells else
-                                                  f"{cells[m]['t']}" + ("" if cells[m]["verified"] else " (unverified)"))
-                                                 for m in methods))
+        table.add_row(
+            name,
+            str(cells["t0"]),
+            *(
+                ("-" if m not in cells else f"{cells[m]['t']}" + ("" if cells[m]["verified"] else " (unverified)"))
+                for m in methods
+            ),
+        )
     return table
 
 
 @app.command(context_settings=CONTEXT)
 def report(
-    inputs: list[Path] = typer.Argument(..., metavar="DIR...", help="Training runs (metrics.jsonl) and/or "
-                                                                    "evaluations (records.jsonl)."),
+    inputs: list[Path] = typer.Argument(
+        ..., metavar="DIR...", help="Training runs (metrics.jsonl) and/or evaluations (records.jsonl)."
+    ),
     out: Path = typer.Option(Path("runs/report"), metavar="DIR", help="report.md, report.html, PNGs"),
-    target_metric: str = typer.Option("reward", metavar="NAME", help="Logged metric for time-to-target "
-                                                                     "(e.g. compression)."),
-    target_value: float = typer.Option(0.5, metavar="X", help="Threshold of the time-to-target (paper: compression "
-                                                              "3.3)."),
+    target_metric: str = typer.Option(
+        "reward", metavar="NAME", help="Logged metric for time-to-target (e.g. compression)."
+    ),
+    target_value: float = typer.Option(
+        0.5, metavar="X", help="Threshold of the time-to-target (paper: compression 3.3)."
+    ),
     eps: float = typer.Option(0.01, metavar="EPS", help="Correct: F_avg >= 1 - EPS."),
 ) -> None:
     """Tables and plots from training runs and evaluations (markdown + self-contained HTML)."""
@@ -775,20 +980,26 @@ def report(
 
 @app.command(context_settings=CONTEXT)
 def synthesize(
-    spec: str = typer.Argument(..., metavar="SPEC", help='Natural-language spec, e.g. "Synthesize a 4-qubit QFT '
-                                                         'circuit".'),
-    target: Optional[str] = typer.Option(None, "--target", "-t", metavar="NAME", help="Target name (rubriq targets); "
-                                         "else read from the spec."),
-    qubits: Optional[int] = typer.Option(None, "--qubits", "-q", metavar="N", help="Number of qubits (with --target)."),
+    spec: str = typer.Argument(
+        ..., metavar="SPEC", help='Natural-language spec, e.g. "Synthesize a 4-qubit QFT circuit".'
+    ),
+    target: str | None = typer.Option(
+        None, "--target", "-t", metavar="NAME", help="Target name (rubriq targets); else read from the spec."
+    ),
+    qubits: int | None = typer.Option(None, "--qubits", "-q", metavar="N", help="Number of qubits (with --target)."),
     param: list[str] = typer.Option([], "--param", "-p", metavar="KEY=VALUE", help="Target parameter (repeatable)."),
-    model: str = typer.Option("embedded", metavar="MODEL", help="Policy: model or adapter folder, hub id, 'embedded', "
-                                                                "'tiny'."),
+    model: str = typer.Option(
+        "embedded", metavar="MODEL", help="Policy: model or adapter folder, hub id, 'embedded', 'tiny'."
+    ),
     n: int = typer.Option(16, "--samples", "-n", metavar="N", help="Candidates to sample."),
     fmt: str = typer.Option("qasm2", "--format", metavar="FORMAT", help="qasm2 | qasm3 | python"),
     max_new_tokens: int = typer.Option(512, metavar="N", help="Tokens per candidate."),
     temperature: float = typer.Option(0.8, metavar="T", help="Sampling temperature (> 0)."),
-    optimize: bool = typer.Option(False, help="Compiler post-pass (PyZX, Qiskit) on the best circuit, kept only if "
-                                              "verified equivalent and correct with fewer T or less depth."),
+    optimize: bool = typer.Option(
+        False,
+        help="Compiler post-pass (PyZX, Qiskit) on the best circuit, kept only if "
+        "verified equivalent and correct with fewer T or less depth.",
+    ),
     show_all: bool = typer.Option(False, "--show-all", help="List every candidate with its score or error."),
 ) -> None:
     """Sample N circuits for a spec, print the best correct one with its scores and drawing. The
@@ -800,8 +1011,11 @@ def synthesize(
     check(temperature > 0, "--temperature", f"must be > 0 for sampling, got {temperature}")
     check(fmt in FORMATS, "--format", f"unknown format {fmt!r}; use {', '.join(FORMATS)}")
     _check_target(target, qubits)
-    check(target is not None or (qubits is None and not param), "--target",
-          "--qubits and --param go with --target (else the spec is read from the text)")
+    check(
+        target is not None or (qubits is None and not param),
+        "--target",
+        "--qubits and --param go with --target (else the spec is read from the text)",
+    )
     if target is not None:
         with reported(flag="--target"):
             tgt = _make_target(target, qubits, param)
@@ -818,41 +1032,67 @@ def synthesize(
     from rubriq.evaluation.synthesize import synthesize as run_synthesis
 
     with reported():
-        result = run_synthesis(tgt, model=model, n=n, fmt=fmt, max_new_tokens=max_new_tokens,
-                               temperature=temperature, optimize=optimize, style=style)
+        result = run_synthesis(
+            tgt,
+            model=model,
+            n=n,
+            fmt=fmt,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            optimize=optimize,
+            style=style,
+        )
     parsed = sum(c["result"]["parsed"] for c in result.candidates)
     if show_all:
-        table = _table(f"{n} candidates, best reward first", "#", "reward", "F_avg", "T", "depth",
-                       "extracted by / error")
+        table = _table(
+            f"{n} candidates, best reward first", "#", "reward", "F_avg", "T", "depth", "extracted by / error"
+        )
         ranked = sorted(result.candidates, key=lambda c: -c["result"]["reward"])
         for i, c in enumerate(ranked, 1):
             r = c["result"]
             f = r.get("average_fidelity")
-            table.add_row(str(i), f"{r['reward']:.3f}", "-" if f is None else f"{f:.6f}", str(r.get("t_count", "-")),
-                          str(r.get("depth", "-")), escape(r.get("strategy") or f"{r.get('error_type')}: "
-                                                           f"{(r.get('error') or '')[:160]}"))
+            table.add_row(
+                str(i),
+                f"{r['reward']:.3f}",
+                "-" if f is None else f"{f:.6f}",
+                str(r.get("t_count", "-")),
+                str(r.get("depth", "-")),
+                escape(r.get("strategy") or f"{r.get('error_type')}: {(r.get('error') or '')[:160]}"),
+            )
         console.print(table)
     if result.best is None:
-        console.print(f"no functionally correct circuit among {n} candidates ({parsed} parsed; --show-all lists "
-                      "them); sample more (-n) or train the policy further", markup=False)
+        console.print(
+            f"no functionally correct circuit among {n} candidates ({parsed} parsed; --show-all lists "
+            "them); sample more (-n) or train the policy further",
+            markup=False,
+        )
         raise typer.Exit(EXIT_FAILED)
     from qiskit import qasm2
 
     best = result.best["result"]
-    console.print(f"best of {n} ({parsed} parsed): reward {best['reward']:.3f}, F_avg {best['average_fidelity']:.6f}, "
-                  f"T = {best['t_count']} (T0 = {tgt.t0}), depth {best['depth']}", markup=False)
+    console.print(
+        f"best of {n} ({parsed} parsed): reward {best['reward']:.3f}, F_avg {best['average_fidelity']:.6f}, "
+        f"T = {best['t_count']} (T0 = {tgt.t0}), depth {best['depth']}",
+        markup=False,
+    )
     console.print("scores: " + ", ".join(f"{k} {v:.3f}" for k, v in best["scores"].items()), markup=False)
+    assert result.circuit is not None  # the best candidate's circuit
     print(qasm2.dumps(result.circuit))
     print(result.circuit.draw("text", fold=80))
     if optimize:
         if result.optimized is None:
-            console.print("post-pass: no compiler rewrite lowered the T-count or depth while staying correct; keeping "
-                          "the sampled circuit")
+            console.print(
+                "post-pass: no compiler rewrite lowered the T-count or depth while staying correct; keeping "
+                "the sampled circuit"
+            )
         else:
             o = result.optimized
-            console.print(f"post-pass {o['method']}: verified equivalent ({o['verdict']}), correct against the target (F_avg "
-                          f"{o['result']['average_fidelity']:.6f}), T {best['t_count']} -> {o['result']['t_count']}, "
-                          f"depth {best['depth']} -> {o['result']['depth']}", markup=False)
+            console.print(
+                f"post-pass {o['method']}: verified equivalent ({o['verdict']}), correct against the target (F_avg "
+                f"{o['result']['average_fidelity']:.6f}), T {best['t_count']} -> {o['result']['t_count']}, "
+                f"depth {best['depth']} -> {o['result']['depth']}",
+                markup=False,
+            )
             print(qasm2.dumps(o["circuit"]))
 
 
@@ -865,10 +1105,11 @@ def _make_target(name: str, qubits: int | None, param: list[str]):
 # -- quickstart, app ------------------------------------------------------------------------------
 @app.command(context_settings=CONTEXT)
 def quickstart(
-    config: Optional[Path] = typer.Option(None, metavar="YAML", help="Training YAML (default: "
-                                                                     "configs/quickstart_cpu.yaml)."),
+    config: Path | None = typer.Option(
+        None, metavar="YAML", help="Training YAML (default: configs/quickstart_cpu.yaml)."
+    ),
     out: Path = typer.Option(Path("runs/quickstart"), metavar="DIR", help="Output folder (report.md, PNGs, JSONL)."),
-    max_steps: Optional[int] = typer.Option(None, metavar="N", help="Override the number of GRPO steps."),
+    max_steps: int | None = typer.Option(None, metavar="N", help="Override the number of GRPO steps."),
 ) -> None:
     """Embedded model -> SFT warm-start -> GRPO -> before/after evaluation and report (CPU)."""
     from rubriq.training.quickstart import DEFAULT_CONFIG, run
@@ -878,23 +1119,31 @@ def quickstart(
     with reported():
         report_path = run(config or DEFAULT_CONFIG, out, max_steps=max_steps, console=console)
     final = out / "train" / "final"
-    console.print(f"\ndone. report: {report_path}\nmodel:  {final}\nnext:\n"
-                  f"  rubriq synthesize \"Synthesize a 3-qubit QFT circuit\" --model {final} -n 4 --show-all\n"
-                  f"  rubriq evaluate --model {final} --dataset {out / 'data'} --split test --samples 4 "
-                  f"--temperature 0.8 --out runs/eval\n"
-                  f"  rubriq report {out} runs/eval --out runs/report", markup=False)
+    console.print(
+        f"\ndone. report: {report_path}\nmodel:  {final}\nnext:\n"
+        f'  rubriq synthesize "Synthesize a 3-qubit QFT circuit" --model {final} -n 4 --show-all\n'
+        f"  rubriq evaluate --model {final} --dataset {out / 'data'} --split test --samples 4 "
+        f"--temperature 0.8 --out runs/eval\n"
+        f"  rubriq report {out} runs/eval --out runs/report",
+        markup=False,
+    )
 
 
 @app.command("app", context_settings=CONTEXT)
 def serve_app(
-    host: str = typer.Option("127.0.0.1", metavar="HOST", help="Interface to bind (0.0.0.0 exposes the app to your "
-                                                              "network)."),
+    host: str = typer.Option(
+        "127.0.0.1", metavar="HOST", help="Interface to bind (0.0.0.0 exposes the app to your network)."
+    ),
     port: int = typer.Option(7860, metavar="PORT", help="TCP port."),
-    model: str = typer.Option("none", metavar="MODEL", help="Policy for the Synthesize tab: embedded, a model or "
-                                                            "adapter folder, tiny (random, for tests) or none."),
+    model: str = typer.Option(
+        "none",
+        metavar="MODEL",
+        help="Policy for the Synthesize tab: embedded, a model or adapter folder, tiny (random, for tests) or none.",
+    ),
     concurrency: int = typer.Option(2, metavar="N", help="Requests processed at once (the rest wait in the queue)."),
-    write_space: Optional[Path] = typer.Option(None, metavar="DIR", help="Write the files of a Hugging Face Space "
-                                                                         "to DIR and exit."),
+    write_space: Path | None = typer.Option(
+        None, metavar="DIR", help="Write the files of a Hugging Face Space to DIR and exit."
+    ),
 ) -> None:
     """Serve the interactive app (Score, Synthesize, Baselines tabs) in the browser."""
     check(1 <= port <= 65535, "--port", f"{port} is not a TCP port (1-65535)")

@@ -58,6 +58,7 @@ class RubricWeights:
         _check_simplex("weights", self.as_dict())
 
     def as_dict(self) -> dict[str, float]:
+        """Dimension name -> weight."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
@@ -115,8 +116,12 @@ class HardwareConfig:
     def __post_init__(self) -> None:
         _check_simplex(
             "hardware sub-weights",
-            {"w_qubits": self.w_qubits, "w_depth": self.w_depth, "w_native": self.w_native,
-             "w_routing": self.w_routing},
+            {
+                "w_qubits": self.w_qubits,
+                "w_depth": self.w_depth,
+                "w_native": self.w_native,
+                "w_routing": self.w_routing,
+            },
         )
         if not self.backends:
             raise ConfigError("hardware.backends must name at least one backend")
@@ -239,11 +244,13 @@ class RubricConfig:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> "RubricConfig":
+    def from_dict(cls, data: dict[str, Any] | None) -> RubricConfig:
+        """A config from a mapping (unknown keys and wrong types are a ``ConfigError``)."""
         return from_dict(cls, data or {})
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "RubricConfig":
+    def from_yaml(cls, path: str | Path) -> RubricConfig:
+        """A config from a rubric YAML, or from the ``rubric:`` section of a training YAML."""
         data = load_yaml_mapping(path)
         # A training YAML may hold the rubric under a `rubric:` key.
         if "rubric" in data and isinstance(data["rubric"], dict):
@@ -251,6 +258,7 @@ class RubricConfig:
         return cls.from_dict(data)
 
     def to_dict(self) -> dict[str, Any]:
+        """The config as plain values (``from_dict`` reads it back)."""
         return dataclasses.asdict(self)
 
 
@@ -290,7 +298,7 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
 
 def _coerce(tp: Any, value: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return from_dict(tp, value)
     if origin is tuple:
         if not isinstance(value, (list, tuple)):

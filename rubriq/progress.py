@@ -17,8 +17,8 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 log = logging.getLogger("rubriq.progress")
 
@@ -32,6 +32,7 @@ class Bar:
         self._last_log = 0.0
 
     def advance(self, n: float = 1.0, log_line: bool = True) -> None:
+        """Move by ``n`` steps (fractions allowed); without a terminal, a log line per whole step."""
         self.done = min(self.total, self.done + n) if self.total else self.done + n
         if self._rich is not None:
             self._rich.update(self._task, completed=self.done)
@@ -45,6 +46,7 @@ class Bar:
 
 
 def is_terminal() -> bool:
+    """Whether progress goes to a terminal (a redrawn bar) or to a log (lines)."""
     return sys.stderr.isatty()
 
 

@@ -11,7 +11,8 @@ every report RubriQ writes (baselines, evaluation reports, the quickstart, the s
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 def fmt(value: Any, digits: int = 3) -> str:

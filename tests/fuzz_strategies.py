@@ -10,8 +10,28 @@ GATES_1Q = ["h", "x", "y", "z", "s", "sdg", "t", "tdg", "sx"]
 GATES_ROT = ["rz", "rx", "ry", "p", "u1"]
 GATES_2Q = ["cx", "cz", "swap", "cp", "crz"]
 ANGLES = ["pi", "pi/2", "pi/4", "-pi/8", "0.3", "1e308*1e308", "((((pi))))", "2*pi", "1e-9", "x"]
-NOISE = [";", "{", "}", "(", ")", "[", "]", "->", "OPENQASM 3.0;", "qubit[99] r;", "gate g a { g a; }",
-         "\x00", "\u03c0", "```", "measure", "if(c==1)", "ctrl @", "inv @", "pow(2) @", "99999999999999999999"]
+NOISE = [
+    ";",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "->",
+    "OPENQASM 3.0;",
+    "qubit[99] r;",
+    "gate g a { g a; }",
+    "\x00",
+    "\u03c0",
+    "```",
+    "measure",
+    "if(c==1)",
+    "ctrl @",
+    "inv @",
+    "pow(2) @",
+    "99999999999999999999",
+]
 
 VALID_PY = [
     "from qiskit import QuantumCircuit\nqc = QuantumCircuit(2)\nqc.h(0)\nqc.cx(0, 1)\n",
@@ -19,15 +39,29 @@ VALID_PY = [
     "from qiskit import QuantumCircuit\nfrom qiskit.circuit.library import QFTGate\nqc = QuantumCircuit(3)\n"
     "qc.append(QFTGate(3), range(3))\n",
 ]
-PY_LINES = ["qc.h(0)", "qc.cx(0, 5)", "qc.rz(float('nan'), 0)", "import os", "while True: pass",
-            "qc = QuantumCircuit(10**9)", "qc.measure_all()", "raise SystemExit", "x = 1/0", "qc.unitary([[1]], [0])",
-            "qc.append(qc, [0, 1])", "del qc", "exec('1')", "qc.barrier()", "print('RUBRIQ-RESULT {}')"]
+PY_LINES = [
+    "qc.h(0)",
+    "qc.cx(0, 5)",
+    "qc.rz(float('nan'), 0)",
+    "import os",
+    "while True: pass",
+    "qc = QuantumCircuit(10**9)",
+    "qc.measure_all()",
+    "raise SystemExit",
+    "x = 1/0",
+    "qc.unitary([[1]], [0])",
+    "qc.append(qc, [0, 1])",
+    "del qc",
+    "exec('1')",
+    "qc.barrier()",
+    "print('RUBRIQ-RESULT {}')",
+]
 
 
 @st.composite
 def qasm_programs(draw):
     n = draw(st.integers(min_value=1, max_value=5))
-    lines = ['OPENQASM 2.0;', 'include "qelib1.inc";', f"qreg q[{n}];"]
+    lines = ["OPENQASM 2.0;", 'include "qelib1.inc";', f"qreg q[{n}];"]
     for _ in range(draw(st.integers(min_value=0, max_value=25))):
         kind = draw(st.sampled_from(["1q", "rot", "2q", "noise"]))
         a = draw(st.integers(min_value=0, max_value=n))  # n itself is out of range on purpose
@@ -54,7 +88,7 @@ def mutated(draw, base):
         i = draw(st.integers(min_value=0, max_value=len(text) - 1))
         op = draw(st.sampled_from(["delete", "insert", "duplicate"]))
         if op == "delete":
-            text = text[:i] + text[i + 1:]
+            text = text[:i] + text[i + 1 :]
         elif op == "insert":
             text = text[:i] + draw(st.sampled_from(NOISE + ["\n", " ", "q[0]"])) + text[i:]
         else:
@@ -73,5 +107,8 @@ def python_programs(draw):
 def completions():
     """Whole completions: QASM or Python, fenced or not, with prose around."""
     body = st.one_of(mutated(qasm_programs()), python_programs(), mutated(python_programs()), st.text(max_size=300))
-    return st.tuples(st.sampled_from(["", "Here you go:\n", "```qasm\n", "```python\n", "```\n"]), body,
-                     st.sampled_from(["", "\n```", "\nThis circuit is optimal."])).map("".join)
+    return st.tuples(
+        st.sampled_from(["", "Here you go:\n", "```qasm\n", "```python\n", "```\n"]),
+        body,
+        st.sampled_from(["", "\n```", "\nThis circuit is optimal."]),
+    ).map("".join)

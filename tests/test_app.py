@@ -33,8 +33,9 @@ def test_score_handler_equals_the_evaluator():
     ref = RubriQEvaluator(target_algorithm="qft", num_qubits=3).evaluate(QFT3)
     assert abs(view.reward - ref.reward) < 1e-9
     assert abs(view.metrics["F_process"] - ref.process_fidelity) < 1e-9 and view.correct
-    assert [s for _, s, _ in view.scores] == [ref.scores[k] for k in ("clifford", "tcount", "hardware", "fidelity",
-                                                                      "efficiency")]
+    assert [s for _, s, _ in view.scores] == [
+        ref.scores[k] for k in ("clifford", "tcount", "hardware", "fidelity", "efficiency")
+    ]
     assert {row[0] for row in view.hardware} == set(ref.hardware)
     assert "H" in view.drawing and "qreg q[3]" in view.qasm
     table = metrics_markdown(view)
@@ -46,12 +47,15 @@ def test_rewrite_target_from_reference_qasm():
     assert view.correct and view.metrics["verdict"] == "equivalent"
 
 
-@pytest.mark.parametrize("text, match", [
-    ("", "empty"),
-    ("   \n", "empty"),
-    ("x" * 10_000_001, "limit is 2 MB"),
-    ("OPENQASM 2.0;\x00\x01\x02garbage", "NUL bytes"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("", "empty"),
+        ("   \n", "empty"),
+        ("x" * 10_000_001, "limit is 2 MB"),
+        ("OPENQASM 2.0;\x00\x01\x02garbage", "NUL bytes"),
+    ],
+)
 def test_bad_completion_text(text, match):
     with pytest.raises(AppInputError, match=match):
         handlers.score_text(text, "qft", 3)
@@ -71,16 +75,19 @@ def test_binary_and_huge_uploads(tmp_path):
     assert handlers.read_upload(good) == QFT3
 
 
-@pytest.mark.parametrize("name, qubits, params, match", [
-    ("qft", 3, "colour=blue", "unknown parameter"),
-    ("qft", 3, "justtext", "expected key=value"),
-    ("qpe", 3, "phase=2.5", "phase"),
-    ("qft", 2.5, "", "whole number"),
-    ("qft", None, "", "whole number"),
-    ("qft", 99, "", "num_qubits must lie in"),
-    ("nosuch", 3, "", "unknown target"),
-    ("circuit", None, "", "reference QASM is empty"),
-])
+@pytest.mark.parametrize(
+    "name, qubits, params, match",
+    [
+        ("qft", 3, "colour=blue", "unknown parameter"),
+        ("qft", 3, "justtext", "expected key=value"),
+        ("qpe", 3, "phase=2.5", "phase"),
+        ("qft", 2.5, "", "whole number"),
+        ("qft", None, "", "whole number"),
+        ("qft", 99, "", "num_qubits must lie in"),
+        ("nosuch", 3, "", "unknown target"),
+        ("circuit", None, "", "reference QASM is empty"),
+    ],
+)
 def test_bad_target_fields(name, qubits, params, match):
     with pytest.raises(AppInputError, match=match):
         handlers.score_text(QFT3, name, qubits, params)
@@ -108,8 +115,13 @@ def test_synthesize_without_and_with_a_model():
 
     policy = load_app_policy("tiny")
     seen = []
-    view = handlers.synthesize_view(policy, "Synthesize a 2-qubit QFT", n=2, max_new_tokens=16,
-                                    on_batch=lambda done, total: seen.append((done, total)))
+    view = handlers.synthesize_view(
+        policy,
+        "Synthesize a 2-qubit QFT",
+        n=2,
+        max_new_tokens=16,
+        on_batch=lambda done, total: seen.append((done, total)),
+    )
     assert len(view.table) == 2 and [row[0] for row in view.table] == [1, 2]
     assert view.table[0][1] >= view.table[1][1]  # sorted by reward
     assert seen and seen[-1] == (2, 2)
@@ -152,8 +164,10 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def browser_app():
     if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("Chromium / chromedriver not installed (make setup installs Debian's chromium and "
-                    "chromium-driver); the handlers are tested above")
+        pytest.skip(
+            "Chromium / chromedriver not installed (make setup installs Debian's chromium and "
+            "chromium-driver); the handlers are tested above"
+        )
     pytest.importorskip("selenium")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -176,9 +190,12 @@ def browser_app():
         demo.close()
         out = os.environ.get("RUBRIQ_APP_SCREENSHOTS")
         if out:
-            (Path(out) / "timings.json").write_text(json.dumps(
-                {k: {"runs": len(v), "p50": statistics.median(v) if v else None} for k, v in timings.items()},
-                indent=2))
+            (Path(out) / "timings.json").write_text(
+                json.dumps(
+                    {k: {"runs": len(v), "p50": statistics.median(v) if v else None} for k, v in timings.items()},
+                    indent=2,
+                )
+            )
 
 
 def _wait(driver, condition, timeout=120):
@@ -276,8 +293,11 @@ def test_cli_app_flags_and_space_files(tmp_path):
     from rubriq.cli import app
 
     runner = CliRunner()
-    for args, flag in ((["--port", "0"], "--port"), (["--model", str(tmp_path / "missing")], "--model"),
-                       (["--concurrency", "0"], "--concurrency")):
+    for args, flag in (
+        (["--port", "0"], "--port"),
+        (["--model", str(tmp_path / "missing")], "--model"),
+        (["--concurrency", "0"], "--concurrency"),
+    ):
         result = runner.invoke(app, ["app", *args])
         assert result.exit_code == 2 and flag in result.output, result.output
     result = runner.invoke(app, ["app", "--write-space", str(tmp_path / "space")])

@@ -29,15 +29,42 @@ QFT4 = ROOT / "rubriq" / "examples" / "qft4_textbook.qasm"
 TINY_QUICKSTART = {
     "model": {"name_or_path": "embedded", "tiny": True},
     "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-    "data": {"build": {"qft_sizes": [2, 3], "qpe_sizes": [], "hamiltonian_sizes": [], "encoding_sizes": [2],
-                       "encoding_seeds": [0, 1], "encodings": ["basis_encoding"],
-                       "formats": ["qasm2"], "prompt_style": "compact", "held_out": {}, "fractions": [0.0, 0.4]}},
-    "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, "use_cpu": True,
-                                      "bf16": False, "gradient_checkpointing": False}},
+    "data": {
+        "build": {
+            "qft_sizes": [2, 3],
+            "qpe_sizes": [],
+            "hamiltonian_sizes": [],
+            "encoding_sizes": [2],
+            "encoding_seeds": [0, 1],
+            "encodings": ["basis_encoding"],
+            "formats": ["qasm2"],
+            "prompt_style": "compact",
+            "held_out": {},
+            "fractions": [0.0, 0.4],
+        }
+    },
+    "sft": {
+        "enabled": True,
+        "args": {
+            "max_steps": 1,
+            "per_device_train_batch_size": 2,
+            "use_cpu": True,
+            "bf16": False,
+            "gradient_checkpointing": False,
+        },
+    },
     "evaluation": {"samples": 2, "temperature": 1.0, "max_new_tokens": 6, "batch_size": 8},
-    "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6, "max_steps": 2,
-             "logging_steps": 1, "save_strategy": "no", "use_cpu": True, "bf16": False,
-             "gradient_checkpointing": False},
+    "grpo": {
+        "per_device_train_batch_size": 4,
+        "num_generations": 2,
+        "max_completion_length": 6,
+        "max_steps": 2,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "use_cpu": True,
+        "bf16": False,
+        "gradient_checkpointing": False,
+    },
 }
 
 
@@ -69,51 +96,78 @@ def readme_commands() -> list[str]:
 
 # Not run here, with the reason (each is tested elsewhere at a small size).
 NOT_RUN = {
-    "rubriq study convergence configs/studies/convergence_cpu.yaml":
-        "hours of CPU; tests/test_study.py runs the study with the tiny model",
+    "rubriq study convergence configs/studies/convergence_cpu.yaml": "hours of CPU; tests/test_study.py runs the study with the tiny model",
     "rubriq data fetch tcount-suite": "needs the network (tests/test_data_baselines.py fakes the download)",
-    "python rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml":
-        "the paper's 7B model; tests/test_train_entry.py runs the entry point with the tiny model",
-    "accelerate launch --num_processes 4 rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml":
-        "4 GPUs; tests/test_multiprocess.py runs 2 CPU processes through accelerate",
+    "python rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml": "the paper's 7B model; tests/test_train_entry.py runs the entry point with the tiny model",
+    "accelerate launch --num_processes 4 rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml": "4 GPUs; tests/test_multiprocess.py runs 2 CPU processes through accelerate",
     "rubriq train run configs/variants/sparse_ppo.yaml": "the paper's 7B model; PPO is run by test_multiprocess.py",
 }
 
 # README command -> (arguments the test adds to keep it small, exit code, texts the output must hold)
 WALK = {
     "rubriq score rubriq/examples/llm_completion.txt --target qft --qubits 4": ([], 0, ["CORRECT", "reward"]),
-    "rubriq score - --target qpe --qubits 4 -p phase=0.375 --json < rubriq/examples/qft4_textbook.qasm":
-        ([], 0, ['"correct": false', '"reward"']),
-    "rubriq score rubriq/examples/qft4_textbook.qasm --target circuit --target-qasm rubriq/examples/qft4_textbook.qasm":
-        ([], 0, ["CORRECT: F_avg = 1.000000"]),
-    "rubriq score rubriq/examples/qft4_textbook.qasm --target qft --qubits 4 --config configs/rubric_default.yaml":
-        ([], 0, ["CORRECT", "0.6979"]),
+    "rubriq score - --target qpe --qubits 4 -p phase=0.375 --json < rubriq/examples/qft4_textbook.qasm": (
+        [],
+        0,
+        ['"correct": false', '"reward"'],
+    ),
+    "rubriq score rubriq/examples/qft4_textbook.qasm --target circuit --target-qasm rubriq/examples/qft4_textbook.qasm": (
+        [],
+        0,
+        ["CORRECT: F_avg = 1.000000"],
+    ),
+    "rubriq score rubriq/examples/qft4_textbook.qasm --target qft --qubits 4 --config configs/rubric_default.yaml": (
+        [],
+        0,
+        ["CORRECT", "0.6979"],
+    ),
     "rubriq targets": ([], 0, ["basis_encoding", "trotter_steps", "q[k]"]),
     "rubriq doctor": ([], 0, ["seccomp"]),
     "rubriq data build --out data/": ([], 0, ["prompts", "skipped collection tcount", "rubriq data fetch"]),
-    "rubriq data build --out data/ --suite-dir ../shared/benchmarks/tcount_suite/qasm":
-        (["--collections", "tcount"], 0, ["rewrite-tcount"]),
+    "rubriq data build --out data/ --suite-dir ../shared/benchmarks/tcount_suite/qasm": (
+        ["--collections", "tcount"],
+        0,
+        ["rewrite-tcount"],
+    ),
     "rubriq baselines --suite tcount --suite-dir ../shared/benchmarks/tcount_suite/qasm --published "
-    "../shared/benchmarks/published_tcounts.csv --out results/baselines/tcount --route-timeout 120 --workers 2":
-        (["--limit", "2", "--max-t0", "30", "--methods", "qiskit,pyzx", "--workers", "1"], 0, ["wrote"]),
+    "../shared/benchmarks/published_tcounts.csv --out results/baselines/tcount --route-timeout 120 --workers 2": (
+        ["--limit", "2", "--max-t0", "30", "--methods", "qiskit,pyzx", "--workers", "1"],
+        0,
+        ["wrote"],
+    ),
     "rubriq quickstart": (["--config", "TINY"], 0, ["report:", "rubriq synthesize"]),
     "rubriq train run configs/rubriq_grpo.yaml --launcher accelerate --num-processes 4 --accelerate-config "
     "configs/accelerate/deepspeed_zero2.yaml --dry-run": ([], 0, ["config ok", "accelerate launch"]),
     "rubriq train variants --out configs/variants": ([], 0, ["sparse_ppo"]),
     "rubriq evaluate --model runs/quickstart/train/final --dataset runs/quickstart/data --split test --samples 4 "
-    "--temperature 0.8 --baselines qiskit,pyzx --out runs/eval": (["--max-new-tokens", "8"], 0,
-                                                                   ["pass@4", "compiler baselines", "wrote"]),
-    "rubriq report runs/quickstart runs/eval --out runs/report --target-metric compression --target-value 3.3":
-        ([], 0, ["report.md"]),
+    "--temperature 0.8 --baselines qiskit,pyzx --out runs/eval": (
+        ["--max-new-tokens", "8"],
+        0,
+        ["pass@4", "compiler baselines", "wrote"],
+    ),
+    "rubriq report runs/quickstart runs/eval --out runs/report --target-metric compression --target-value 3.3": (
+        [],
+        0,
+        ["report.md"],
+    ),
     # a random tiny model writes no correct circuit: the documented exit code 1 and its message
     'rubriq synthesize "Synthesize a 4-qubit QFT circuit with few T gates" --model runs/quickstart/train/final -n 16 '
-    "--optimize --show-all": (["--max-new-tokens", "8", "-n", "3"], 1,
-                              ["compact qasm2 prompt", "3 candidates", "no functionally correct circuit"]),
+    "--optimize --show-all": (
+        ["--max-new-tokens", "8", "-n", "3"],
+        1,
+        ["compact qasm2 prompt", "3 candidates", "no functionally correct circuit"],
+    ),
     "rubriq hardware backends": ([], 0, ["ibm_nighthawk", "ionq_aria"]),
-    "python -m rubriq.hardware.submit_ibm_ionq --circuits rubriq/examples/hardware --backend ibm_eagle":
-        (["--shots", "256"], 0, ["KL", "wrote"]),
-    "rubriq hardware run rubriq/examples/hardware --backend ibm_heron --backend ionq_forte --dry-run":
-        ([], 0, ["ionq_forte", "ghz4", "nothing sent"]),
+    "python -m rubriq.hardware.submit_ibm_ionq --circuits rubriq/examples/hardware --backend ibm_eagle": (
+        ["--shots", "256"],
+        0,
+        ["KL", "wrote"],
+    ),
+    "rubriq hardware run rubriq/examples/hardware --backend ibm_heron --backend ionq_forte --dry-run": (
+        [],
+        0,
+        ["ionq_forte", "ghz4", "nothing sent"],
+    ),
 }
 
 
@@ -121,7 +175,8 @@ def test_every_readme_command_is_walked_or_excused():
     commands = readme_commands()
     assert set(commands) == set(WALK) | set(NOT_RUN), (
         f"README commands not in the walk-through: {sorted(set(commands) - set(WALK) - set(NOT_RUN))}; "
-        f"walk-through commands gone from the README: {sorted((set(WALK) | set(NOT_RUN)) - set(commands))}")
+        f"walk-through commands gone from the README: {sorted((set(WALK) | set(NOT_RUN)) - set(commands))}"
+    )
 
 
 def test_readme_walkthrough(tmp_path, monkeypatch, capsys):
@@ -168,7 +223,9 @@ def test_readme_walkthrough(tmp_path, monkeypatch, capsys):
         for snippet in expected:
             assert snippet in text, f"{command}: {snippet!r} not in\n{text[-3000:]}"
         if argv[0] != "python" and "--json" not in argv:  # commands to copy (rubriq ..., accelerate ...) stay whole
-            wide = [x for x in out.splitlines() if len(x) > 80 and not x.lstrip().startswith(("rubriq ", "accelerate "))]
+            wide = [
+                x for x in out.splitlines() if len(x) > 80 and not x.lstrip().startswith(("rubriq ", "accelerate "))
+            ]
             assert not wide, f"{command}: lines over 80 columns: {wide}"
         ran.append(command)
         if command == "rubriq quickstart":
@@ -271,15 +328,24 @@ BAD = [
 @pytest.fixture
 def no_slow_work(monkeypatch):
     """Anything slow that a bad argument must never reach fails the test."""
+
     def slow(*args, **kwargs):
         raise AssertionError("slow work started before the arguments were checked")
 
-    for target in ("rubriq.evaluation.evaluate.load_policy", "rubriq.training.models.load_model",
-                   "rubriq.training.models.load_tokenizer", "rubriq.hardware.emulate.emulate",
-                   "rubriq.hardware.transpile.transpile_for", "rubriq.baselines.runner.run_suite",
-                   "rubriq.data.suites.load_collection", "rubriq.training.quickstart.run",
-                   "rubriq.evaluation.evaluate.run_evaluation", "rubriq.evaluation.synthesize.synthesize",
-                   "rubriq.training.config.TrainSettings.from_yaml", "rubriq.data.build_all"):
+    for target in (
+        "rubriq.evaluation.evaluate.load_policy",
+        "rubriq.training.models.load_model",
+        "rubriq.training.models.load_tokenizer",
+        "rubriq.hardware.emulate.emulate",
+        "rubriq.hardware.transpile.transpile_for",
+        "rubriq.baselines.runner.run_suite",
+        "rubriq.data.suites.load_collection",
+        "rubriq.training.quickstart.run",
+        "rubriq.evaluation.evaluate.run_evaluation",
+        "rubriq.evaluation.synthesize.synthesize",
+        "rubriq.training.config.TrainSettings.from_yaml",
+        "rubriq.data.build_all",
+    ):
         monkeypatch.setattr(target, slow)
 
 
@@ -287,12 +353,23 @@ def no_slow_work(monkeypatch):
 def test_bad_input_is_one_line_naming_the_flag(argv, flag, tmp_path, capsys, monkeypatch, no_slow_work):
     data = tmp_path / "data"
     data.mkdir()
-    (data / "test.jsonl").write_text(json.dumps({"id": "x", "prompt": [{"role": "user", "content": "QFT"}],
-                                                 "target": "{}"}) + "\n")
-    files = {"QFT4": QFT4, "DIR": tmp_path, "NOWHERE": tmp_path / "nowhere", "DATA": data,
-             "CONFIG": ROOT / "configs" / "quickstart_cpu.yaml"}
-    for name, content in (("BINARY", b"\x00\xff\xfeOPENQASM"), ("EMPTY", b""), ("NOCIRCUIT", b"hello, no circuit"),
-                          ("BADJSONL", b'{"text": "x"}\nnot json\n'), ("FILE", b"a file")):
+    (data / "test.jsonl").write_text(
+        json.dumps({"id": "x", "prompt": [{"role": "user", "content": "QFT"}], "target": "{}"}) + "\n"
+    )
+    files = {
+        "QFT4": QFT4,
+        "DIR": tmp_path,
+        "NOWHERE": tmp_path / "nowhere",
+        "DATA": data,
+        "CONFIG": ROOT / "configs" / "quickstart_cpu.yaml",
+    }
+    for name, content in (
+        ("BINARY", b"\x00\xff\xfeOPENQASM"),
+        ("EMPTY", b""),
+        ("NOCIRCUIT", b"hello, no circuit"),
+        ("BADJSONL", b'{"text": "x"}\nnot json\n'),
+        ("FILE", b"a file"),
+    ):
         path = tmp_path / (name.lower() + (".jsonl" if name == "BADJSONL" else ".txt"))
         path.write_bytes(content)
         files[name] = path
@@ -322,8 +399,10 @@ def test_tables_fit_80_columns_and_keep_every_name_whole(monkeypatch, capsys):
     from rubriq.targets import TARGETS
 
     monkeypatch.setenv("COLUMNS", "80")
-    for argv, names in ((["hardware", "backends"], list(CATALOG)),
-                        (["targets"], list(TARGETS) + [p for c in TARGETS.values() for p in c.parameters])):
+    for argv, names in (
+        (["hardware", "backends"], list(CATALOG)),
+        (["targets"], list(TARGETS) + [p for c in TARGETS.values() for p in c.parameters]),
+    ):
         code, out, err = run(argv, capsys)
         assert code == 0, err
         assert max(len(line) for line in out.splitlines()) <= 80, out

@@ -29,8 +29,22 @@ from rubriq.data.suites import (
 from rubriq.evaluator import RubriQEvaluator
 from rubriq.targets import target_from_spec
 
-FAST_PYZX = ("tof_3", "tof_4", "tof_5", "tof_10", "barenco_tof_3", "barenco_tof_4", "barenco_tof_5", "mod5_4",
-             "mod_mult_55", "rc_adder_6", "vbe_adder_3", "csla_mux_3", "qft_4", "hwb6")
+FAST_PYZX = (
+    "tof_3",
+    "tof_4",
+    "tof_5",
+    "tof_10",
+    "barenco_tof_3",
+    "barenco_tof_4",
+    "barenco_tof_5",
+    "mod5_4",
+    "mod_mult_55",
+    "rc_adder_6",
+    "vbe_adder_3",
+    "csla_mux_3",
+    "qft_4",
+    "hwb6",
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +58,9 @@ def published(benchmarks_dir):
 
 
 def test_small_dataset_build(tmp_path, benchmarks_dir):
-    report = build_all(tmp_path, small=True, collections=("tcount",), suite_dir=benchmarks_dir / "tcount_suite" / "qasm")
+    report = build_all(
+        tmp_path, small=True, collections=("tcount",), suite_dir=benchmarks_dir / "tcount_suite" / "qasm"
+    )
     assert set(report["prompts"]["rows"]) == {"train", "validation", "test"}
     rows = {s: load_split(tmp_path / "prompts", s) for s in ("train", "validation", "test")}
     everything = [r for split in rows.values() for r in split]
@@ -89,11 +105,19 @@ def test_splits_share_no_target(config):
     if config == "default":
         rows, options = synthesis_rows(PromptSpec()), {}
     else:
-        build = dict(yaml.safe_load(open(Path(__file__).parents[1] / "configs" / "quickstart_cpu.yaml"))["data"]["build"])
-        options = {"seed": build.pop("seed"), "held_out": build.pop("held_out"), "fractions": tuple(build.pop("fractions"))}
+        build = dict(
+            yaml.safe_load(open(Path(__file__).parents[1] / "configs" / "quickstart_cpu.yaml"))["data"]["build"]
+        )
+        options = {
+            "seed": build.pop("seed"),
+            "held_out": build.pop("held_out"),
+            "fractions": tuple(build.pop("fractions")),
+        }
         rows = synthesis_rows(from_dict(PromptSpec, build))
     splits = split_rows(rows, **options)
-    keys = {name: {json.dumps(json.loads(r["target"]), sort_keys=True) for r in split} for name, split in splits.items()}
+    keys = {
+        name: {json.dumps(json.loads(r["target"]), sort_keys=True) for r in split} for name, split in splits.items()
+    }
     assert keys["test"] and keys["train"]
     assert not (keys["train"] & keys["test"]) and not (keys["train"] & keys["validation"])
     assert not (keys["validation"] & keys["test"])
@@ -122,11 +146,17 @@ def _fake(name: str, t0: int) -> SuiteCircuit:
 
 
 def test_stratification_quota_no_padding_no_duplicates():
-    circuits = [_fake(f"a{i}", i) for i in range(0, 80)] + [_fake(f"b{i}", 80 + i) for i in range(10)] + \
-               [_fake(f"c{i}", 200 + i) for i in range(300)]
+    circuits = (
+        [_fake(f"a{i}", i) for i in range(0, 80)]
+        + [_fake(f"b{i}", 80 + i) for i in range(10)]
+        + [_fake(f"c{i}", 200 + i) for i in range(300)]
+    )
     selected, report = stratify(circuits, total=150, seed=42)
-    assert report == {"<80": {"available": 80, "selected": 70}, "80-140": {"available": 10, "selected": 10},
-                      ">140": {"available": 300, "selected": 70}}
+    assert report == {
+        "<80": {"available": 80, "selected": 70},
+        "80-140": {"available": 10, "selected": 10},
+        ">140": {"available": 300, "selected": 70},
+    }
     assert len(selected) == 150 == len({c.name for c in selected})
     few, rep = stratify(circuits[:20], total=500)
     assert len(few) == 20 and rep["<80"] == {"available": 20, "selected": 20}
@@ -197,8 +227,20 @@ def test_inequivalent_output_is_flagged_and_not_counted(suite, tmp_path):
 
 def test_cli_data_build_and_fetch_offline(tmp_path, benchmarks_dir, monkeypatch):
     runner = CliRunner()
-    out = runner.invoke(app, ["data", "build", "--out", str(tmp_path / "d"), "--small", "--collections", "tcount",
-                              "--suite-dir", str(benchmarks_dir / "tcount_suite" / "qasm")])
+    out = runner.invoke(
+        app,
+        [
+            "data",
+            "build",
+            "--out",
+            str(tmp_path / "d"),
+            "--small",
+            "--collections",
+            "tcount",
+            "--suite-dir",
+            str(benchmarks_dir / "tcount_suite" / "qasm"),
+        ],
+    )
     assert out.exit_code == 0, out.output
     assert (tmp_path / "d" / "rewrite-tcount" / "train.jsonl").exists()
     import urllib.request
@@ -212,10 +254,24 @@ def test_cli_data_build_and_fetch_offline(tmp_path, benchmarks_dir, monkeypatch)
 
 
 def test_cli_baselines_writes_reports(tmp_path, benchmarks_dir):
-    out = CliRunner().invoke(app, [
-        "baselines", "--suite", "tcount", "--suite-dir", str(benchmarks_dir / "tcount_suite" / "qasm"),
-        "--methods", "pyzx,qiskit", "--max-t0", "28", "--out", str(tmp_path),
-        "--published", str(benchmarks_dir / "published_tcounts.csv")])
+    out = CliRunner().invoke(
+        app,
+        [
+            "baselines",
+            "--suite",
+            "tcount",
+            "--suite-dir",
+            str(benchmarks_dir / "tcount_suite" / "qasm"),
+            "--methods",
+            "pyzx,qiskit",
+            "--max-t0",
+            "28",
+            "--out",
+            str(tmp_path),
+            "--published",
+            str(benchmarks_dir / "published_tcounts.csv"),
+        ],
+    )
     assert out.exit_code == 0, out.output
     rows = list(csv.DictReader(open(tmp_path / "baselines.csv")))
     assert {r["circuit"] for r in rows} == {"tof_3", "barenco_tof_3", "mod5_4"}
@@ -250,8 +306,10 @@ def test_best_is_the_verified_minimum_and_workers_agree(suite, tmp_path):
     methods = ["qiskit", "pyzx", "best"]
     one = run_suite(circuits, methods, progress=False)
     two = run_suite(circuits, methods, progress=False, workers=2)
-    for a, b in zip(one, two):
-        assert {m: (r.t, r.verdict) for m, r in a.results.items()} == {m: (r.t, r.verdict) for m, r in b.results.items()}
+    for a, b in zip(one, two, strict=True):
+        assert {m: (r.t, r.verdict) for m, r in a.results.items()} == {
+            m: (r.t, r.verdict) for m, r in b.results.items()
+        }
         verified = [r.t for m, r in a.results.items() if m != "best" and r.verified]
         assert a.results["best"].verified and a.results["best"].t <= min(verified)
     write_reports(one, methods, tmp_path, "t")
@@ -268,14 +326,25 @@ def test_resume_skips_cells_already_in_the_csv(suite, tmp_path, monkeypatch):
     calls = []
     real = runner.run_method
     monkeypatch.setattr(runner, "run_method", lambda c, m, t=None: calls.append((c.name, m)) or real(c, m, t))
-    rows = run_suite(circuits, ["qiskit", "pyzx"], progress=False,
-                     done=runner.load_done(tmp_path / "baselines.csv", ["qiskit", "pyzx"]))
+    rows = run_suite(
+        circuits,
+        ["qiskit", "pyzx"],
+        progress=False,
+        done=runner.load_done(tmp_path / "baselines.csv", ["qiskit", "pyzx"]),
+    )
     assert sorted(calls) == [("mod5_4", "pyzx"), ("mod5_4", "qiskit")]
     assert {r.circuit.name: r.results["pyzx"].t for r in rows} == {"tof_3": 15, "mod5_4": 8}
 
 
-@pytest.mark.parametrize("args, flag", [(["--route-timeout", "0"], "--route-timeout"), (["--workers", "-2"], "--workers"),
-                                        (["--limit", "-1"], "--limit"), (["--max-t0", "-5"], "--max-t0")])
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--route-timeout", "0"], "--route-timeout"),
+        (["--workers", "-2"], "--workers"),
+        (["--limit", "-1"], "--limit"),
+        (["--max-t0", "-5"], "--max-t0"),
+    ],
+)
 def test_cli_baselines_rejects_bad_numbers(args, flag, tmp_path):
     out = CliRunner().invoke(app, ["baselines", "--out", str(tmp_path), *args])
     assert out.exit_code == 2 and flag in out.output

@@ -10,8 +10,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", ROOT / "SECURITY.md", *sorted((ROOT / "docs").glob("*.md")),
-        *sorted((ROOT / "scripts").glob("*")), *sorted((ROOT / "rubriq").rglob("*.py"))]
+DOCS = [
+    ROOT / "README.md",
+    ROOT / "SECURITY.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "scripts").glob("*")),
+    *sorted((ROOT / "rubriq").rglob("*.py")),
+]
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=[str(d.relative_to(ROOT)) for d in DOCS])
@@ -28,8 +33,10 @@ def test_security_md_counts_the_hostile_corpus():
 
     text = (ROOT / "SECURITY.md").read_text(encoding="utf-8")
     assert f"{len(test_hostile.PYTHON_CASES)} Python attacks" in text
-    assert f"{len(test_hostile.KERNEL_CASES)} kernel\n  attack families" in text or \
-        f"{len(test_hostile.KERNEL_CASES)} kernel attack families" in text
+    assert (
+        f"{len(test_hostile.KERNEL_CASES)} kernel\n  attack families" in text
+        or f"{len(test_hostile.KERNEL_CASES)} kernel attack families" in text
+    )
     assert f"{len(test_hostile.QASM_CASES)} QASM attacks" in text
 
 
@@ -40,5 +47,6 @@ def test_readme_sandbox_table_quotes_the_measured_run():
     rows = re.findall(r"^\| ([^|]+) \| (\d+) \| ([\d.]+) \|", measured, re.M)
     assert rows
     for what, n, p50 in rows:
-        assert re.search(rf"\| {n} \| {p50} ms \|", readme) or re.search(rf"\| {n} \| {float(p50):.0f} ms \|", readme), \
-            (what, n, p50)
+        assert re.search(rf"\| {n} \| {p50} ms \|", readme) or re.search(
+            rf"\| {n} \| {float(p50):.0f} ms \|", readme
+        ), (what, n, p50)

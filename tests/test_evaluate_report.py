@@ -7,9 +7,18 @@ import yaml
 
 pytest.importorskip("trl")
 
-SMALL = {"qft_sizes": [2], "qpe_sizes": [], "hamiltonian_sizes": [], "encoding_sizes": [2], "encoding_seeds": [0, 1],
-         "encodings": ["basis_encoding"], "formats": ["qasm2"], "prompt_style": "compact", "held_out": {},
-         "fractions": [0.0, 0.5]}
+SMALL = {
+    "qft_sizes": [2],
+    "qpe_sizes": [],
+    "hamiltonian_sizes": [],
+    "encoding_sizes": [2],
+    "encoding_seeds": [0, 1],
+    "encodings": ["basis_encoding"],
+    "formats": ["qasm2"],
+    "prompt_style": "compact",
+    "held_out": {},
+    "fractions": [0.0, 0.5],
+}
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +30,23 @@ def workspace(tmp_path_factory):
     os.environ.setdefault("RUBRIQ_CACHE", str(root / "cache"))
     from rubriq.training.train_rubriq import main
 
-    config = {"output_dir": str(root / "run_sens_tcount_plus005"), "model": {"name_or_path": "embedded", "tiny": True},
-              "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-              "data": {"dataset": str(root / "data"), "build": SMALL},
-              "grpo": {"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 6,
-                       "max_steps": 2, "logging_steps": 1, "save_strategy": "no", "use_cpu": True, "bf16": False,
-                       "gradient_checkpointing": False}}
+    config = {
+        "output_dir": str(root / "run_sens_tcount_plus005"),
+        "model": {"name_or_path": "embedded", "tiny": True},
+        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+        "data": {"dataset": str(root / "data"), "build": SMALL},
+        "grpo": {
+            "per_device_train_batch_size": 4,
+            "num_generations": 4,
+            "max_completion_length": 6,
+            "max_steps": 2,
+            "logging_steps": 1,
+            "save_strategy": "no",
+            "use_cpu": True,
+            "bf16": False,
+            "gradient_checkpointing": False,
+        },
+    }
     (root / "train.yaml").write_text(yaml.safe_dump(config))
     assert main(["--rubriq_config", str(root / "train.yaml")]) == 0
     return root
@@ -43,8 +63,18 @@ def reference_records(folder):
     records = []
     for r in rows:
         for k, text in enumerate((reference_completion(r), "no circuit")):
-            records.append({"prompt_id": r["id"], "family": r["family"], "format": r["format"], "bucket": r["bucket"],
-                            "t0": r["t0"], "target": r["target"], "sample": k, "text": text})
+            records.append(
+                {
+                    "prompt_id": r["id"],
+                    "family": r["family"],
+                    "format": r["format"],
+                    "bucket": r["bucket"],
+                    "t0": r["t0"],
+                    "target": r["target"],
+                    "sample": k,
+                    "text": text,
+                }
+            )
     records = score(records)
     save_records(records, folder / "handmade" / "records.jsonl")
     return records
@@ -54,8 +84,9 @@ def test_evaluate_with_the_tiny_model_writes_records_and_summaries(workspace, tm
     from rubriq.evaluation.evaluate import EvalRequest, run_evaluation
     from rubriq.evaluation.sampling import load_records
 
-    req = EvalRequest(model="tiny", dataset=str(workspace / "data"), split="test", samples=2, temperature=1.0,
-                      max_new_tokens=8)
+    req = EvalRequest(
+        model="tiny", dataset=str(workspace / "data"), split="test", samples=2, temperature=1.0, max_new_tokens=8
+    )
     summary = run_evaluation(req, tmp_path / "eval")
     records = load_records(tmp_path / "eval" / "records.jsonl")
     n_rows = len([x for x in (workspace / "data" / "test.jsonl").read_text().splitlines() if x.strip()])
@@ -65,16 +96,20 @@ def test_evaluate_with_the_tiny_model_writes_records_and_summaries(workspace, tm
 
 
 def test_report_from_a_training_run_and_an_evaluation(workspace, tmp_path):
-    from rubriq.evaluation.report import write_report
-
     import shutil
+
+    from rubriq.evaluation.report import write_report
 
     records = reference_records(workspace)
     assert sum(r["result"]["parsed"] for r in records) == len(records) // 2
     # a second variant: the same real run under another name, so the variant bars have two bars
     shutil.copytree(workspace / "run_sens_tcount_plus005", tmp_path / "run_no_w_T")
-    md, page = write_report([workspace / "run_sens_tcount_plus005", tmp_path / "run_no_w_T", workspace / "handmade"],
-                            tmp_path / "rep", key="reward", threshold=-1.0)
+    md, page = write_report(
+        [workspace / "run_sens_tcount_plus005", tmp_path / "run_no_w_T", workspace / "handmade"],
+        tmp_path / "rep",
+        key="reward",
+        threshold=-1.0,
+    )
     text = md.read_text()
     assert "Training runs" in text and "Weight sensitivity" in text and "Evaluations" in text
     assert "| handmade | " in text and "| 0.50 |" in text  # half of the hand-made completions are correct
@@ -96,8 +131,13 @@ def test_report_from_a_training_run_and_an_evaluation(workspace, tmp_path):
 def test_phase_bars_plot(tmp_path):
     from rubriq.evaluation.plots import phase_bars
 
-    png = phase_bars({"before SFT": {"parse_rate": 0.0, "correct_rate": 0.0, "mean_reward": 0.0},
-                      "after SFT": {"parse_rate": 0.9, "correct_rate": 0.4, "mean_reward": 0.54}}, tmp_path / "p.png")
+    png = phase_bars(
+        {
+            "before SFT": {"parse_rate": 0.0, "correct_rate": 0.0, "mean_reward": 0.0},
+            "after SFT": {"parse_rate": 0.9, "correct_rate": 0.4, "mean_reward": 0.54},
+        },
+        tmp_path / "p.png",
+    )
     assert png.stat().st_size > 5_000
 
 
@@ -117,8 +157,9 @@ def test_synthesize_cli_with_the_tiny_model(workspace):
 
     from rubriq.cli import app
 
-    res = CliRunner().invoke(app, ["synthesize", "Synthesize a 2-qubit QFT circuit", "--model", "tiny", "-n", "2",
-                                   "--max-new-tokens", "8"])
+    res = CliRunner().invoke(
+        app, ["synthesize", "Synthesize a 2-qubit QFT circuit", "--model", "tiny", "-n", "2", "--max-new-tokens", "8"]
+    )
     assert res.exit_code == 1 and "no functionally correct circuit among 2 candidates" in res.output
     res = CliRunner().invoke(app, ["synthesize", "a poem about qubits"])
     assert res.exit_code == 2 and "understand" in res.output
@@ -146,19 +187,20 @@ def test_verified_post_pass_keeps_only_better_equivalent_circuits():
 
 def test_records_carry_their_dataset_so_by_dataset_separates_rewrite_from_synthesis():
     """Before, every record fell under by_dataset["synthesis"]: records never carried a dataset."""
-    from rubriq.data.suites import SuiteCircuit
-    from rubriq.evaluation.evaluate import summaries
-    from rubriq.evaluation.sampling import generate
-    from rubriq.evaluation.evaluate import load_policy
-    from rubriq.data.prompts import PromptSpec, rewrite_rows, synthesis_rows
     from qiskit import QuantumCircuit
+
+    from rubriq.data.prompts import PromptSpec, rewrite_rows, synthesis_rows
+    from rubriq.data.suites import SuiteCircuit
+    from rubriq.evaluation.evaluate import load_policy, summaries
+    from rubriq.evaluation.sampling import generate
 
     qc = QuantumCircuit(2)
     qc.h(0)
     qc.t(0)
     qc.cx(0, 1)
-    rows = synthesis_rows(PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(),
-                                     formats=("qasm2",)))
+    rows = synthesis_rows(
+        PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(), formats=("qasm2",))
+    )
     rows += rewrite_rows([SuiteCircuit("tcount", "tiny", qc, 1, "hand-made")])
     tokenizer, model = load_policy("tiny")
     records = generate(model, tokenizer, rows, max_new_tokens=2, progress=False)
@@ -172,7 +214,6 @@ def test_the_post_pass_keeps_only_rewrites_verified_equivalent_to_the_sampled_ci
     """A compiler rewrite within the correctness threshold of the target but not equal to the
     sampled circuit (here it drops a 0.002 rotation) must not be kept as a "verified" rewrite;
     an exact one is kept with its verdict."""
-    from qiskit import QuantumCircuit
 
     import rubriq.baselines.compilers as compilers
     from rubriq.evaluation.synthesize import post_pass

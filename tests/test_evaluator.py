@@ -27,8 +27,13 @@ def test_reward_is_the_weighted_sum_of_the_five_scores(qft4):
     r = qft4.evaluate(QFT4)
     assert set(r.scores) == {"clifford", "tcount", "hardware", "fidelity", "efficiency"}
     w = RubricWeights()
-    expected = (w.clifford * r.scores["clifford"] + w.tcount * r.scores["tcount"] + w.hardware * r.scores["hardware"]
-                + w.fidelity * r.scores["fidelity"] + w.efficiency * r.scores["efficiency"])
+    expected = (
+        w.clifford * r.scores["clifford"]
+        + w.tcount * r.scores["tcount"]
+        + w.hardware * r.scores["hardware"]
+        + w.fidelity * r.scores["fidelity"]
+        + w.efficiency * r.scores["efficiency"]
+    )
     assert r.reward == pytest.approx(expected, abs=1e-15)
     # hand-derived pieces: 3 cp(pi/2) -> 3 T each, 2 cp(pi/4) and 1 cp(pi/8) -> 3*102 each
     assert r.t_count == 9 + 3 * 306
@@ -43,8 +48,19 @@ def test_result_is_json_ready_and_deterministic(qft4):
     fresh = RubriQEvaluator(target_algorithm="qft", num_qubits=4).evaluate(QFT4).to_dict()
     assert json.loads(json.dumps(a)) == a
     assert a == fresh
-    for key in ("reward", "parsed", "strategy", "error", "scores", "t_count", "process_fidelity",
-                "average_fidelity", "depth", "num_qubits", "hardware"):
+    for key in (
+        "reward",
+        "parsed",
+        "strategy",
+        "error",
+        "scores",
+        "t_count",
+        "process_fidelity",
+        "average_fidelity",
+        "depth",
+        "num_qubits",
+        "hardware",
+    ):
         assert key in a
 
 
@@ -56,8 +72,7 @@ def test_garbage_scores_zero_with_reason(qft4):
 
 
 def test_unsupported_control_flow_is_a_typed_error(qft4):
-    text = ('OPENQASM 2.0; include "qelib1.inc"; qreg q[4]; creg c[1]; measure q[0] -> c[0]; '
-            "if (c==1) x q[1];")
+    text = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[4]; creg c[1]; measure q[0] -> c[0]; if (c==1) x q[1];'
     r = qft4.evaluate(text)
     assert r.reward == 0.0 and r.error_type == "unsupported" and "control flow" in r.error
 
@@ -78,8 +93,9 @@ def test_weights_must_sum_to_one_and_be_non_negative():
 
 
 def test_custom_weights_change_the_reward():
-    cfg = RubricConfig.from_dict({"weights": {"clifford": 0, "tcount": 0, "hardware": 0, "fidelity": 1.0,
-                                              "efficiency": 0}})
+    cfg = RubricConfig.from_dict(
+        {"weights": {"clifford": 0, "tcount": 0, "hardware": 0, "fidelity": 1.0, "efficiency": 0}}
+    )
     r = RubriQEvaluator(target_algorithm="qft", num_qubits=4, config=cfg).evaluate(QFT4)
     assert r.reward == pytest.approx(r.process_fidelity)
 
@@ -146,8 +162,16 @@ def test_cli_score_table_and_json():
 def test_cli_targets_lists_every_target():
     out = CliRunner().invoke(app, ["targets"])
     assert out.exit_code == 0
-    for name in ("qft", "qpe", "heisenberg", "tfim", "amplitude_encoding", "angle_encoding", "basis_encoding",
-                 "circuit"):
+    for name in (
+        "qft",
+        "qpe",
+        "heisenberg",
+        "tfim",
+        "amplitude_encoding",
+        "angle_encoding",
+        "basis_encoding",
+        "circuit",
+    ):
         assert name in out.output
 
 

@@ -88,8 +88,10 @@ def test_aliases_unicode_pi_and_numpy_pi():
 
 
 def test_qasm3_measurement_syntax_and_non_qelib_gates():
-    text = ('OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q;\nbit[2] c;\nh q[0];\ncx q[0], q[1];\n'
-            "c[0] = measure q[0];\n")
+    text = (
+        'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q;\nbit[2] c;\nh q[0];\ncx q[0], q[1];\n'
+        "c[0] = measure q[0];\n"
+    )
     assert names(load_qasm(text)) == ["h", "cx", "measure"]
     assert names(load_qasm(BELL_QASM2.replace("cx q[0],q[1];", "ecr q[0],q[1];"))) == ["h", "ecr"]
 
@@ -108,14 +110,16 @@ def test_qasm_caps_are_checked_before_parsing():
     with pytest.raises(QASMError, match="larger than"):
         load_qasm("OPENQASM 2.0;" + " " * 70000, QASMLimits())
     with pytest.raises(QASMError, match="NUL"):
-        load_qasm('OPENQASM 2.0; qreg q[1];\x00')
+        load_qasm("OPENQASM 2.0; qreg q[1];\x00")
 
 
 def test_payload_allow_list():
     assert names(payload_to_circuit({"num_qubits": 2, "ops": [["cx", [0, 1], []]]})) == ["cx"]
-    for bad in ({"num_qubits": 2, "ops": [["os.system", [0], []]]},
-                {"num_qubits": 2, "ops": [["cx", [0, 0], []]]},
-                {"num_qubits": 2, "ops": [["rz", [0], [float("nan")]]]},
-                {"num_qubits": 10**6, "ops": []}):
+    for bad in (
+        {"num_qubits": 2, "ops": [["os.system", [0], []]]},
+        {"num_qubits": 2, "ops": [["cx", [0, 0], []]]},
+        {"num_qubits": 2, "ops": [["rz", [0], [float("nan")]]]},
+        {"num_qubits": 10**6, "ops": []},
+    ):
         with pytest.raises(PayloadError):
             payload_to_circuit(bad)

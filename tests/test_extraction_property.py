@@ -15,19 +15,41 @@ from hypothesis import strategies as st
 from qiskit import QuantumCircuit
 from qiskit.quantum_info import Operator
 
+from rubriq.circuit.gates import strip_non_unitary
 from rubriq.config import ExtractionConfig
 from rubriq.extract.cascade import extract
 from rubriq.extract.qasm import plain_qiskit_load
-from rubriq.circuit.gates import strip_non_unitary
 
 # (name, qubits, parameters): gates both qelib1.inc and stdgates.inc define
-GATES = [("h", 1, 0), ("x", 1, 0), ("y", 1, 0), ("z", 1, 0), ("s", 1, 0), ("sdg", 1, 0), ("t", 1, 0),
-         ("tdg", 1, 0), ("rz", 1, 1), ("rx", 1, 1), ("ry", 1, 1), ("cx", 2, 0), ("cz", 2, 0), ("cy", 2, 0),
-         ("swap", 2, 0), ("crz", 2, 1), ("ccx", 3, 0), ("cswap", 3, 0)]
+GATES = [
+    ("h", 1, 0),
+    ("x", 1, 0),
+    ("y", 1, 0),
+    ("z", 1, 0),
+    ("s", 1, 0),
+    ("sdg", 1, 0),
+    ("t", 1, 0),
+    ("tdg", 1, 0),
+    ("rz", 1, 1),
+    ("rx", 1, 1),
+    ("ry", 1, 1),
+    ("cx", 2, 0),
+    ("cz", 2, 0),
+    ("cy", 2, 0),
+    ("swap", 2, 0),
+    ("crz", 2, 1),
+    ("ccx", 3, 0),
+    ("cswap", 3, 0),
+]
 ANGLES = ["pi/4", "-pi/2", "0.3", "3*pi/8", "1.5707963", "pi"]
 NOTES = ["|0⟩ → |1⟩", "γ ≈ 0.4", "θ = π/4 – the phase", "Hadamard: |+⟩", "étape 2", "量子", "x", "∑ ⊗ ⊕"]
-PROSE = ["Here is the circuit you asked for:", "Voilà le circuit — il prépare |ψ⟩ :", "The T-count is 7.",
-         "Let me know if you need anything else!", "この回路は量子フーリエ変換です。"]
+PROSE = [
+    "Here is the circuit you asked for:",
+    "Voilà le circuit — il prépare |ψ⟩ :",
+    "The T-count is 7.",
+    "Let me know if you need anything else!",
+    "この回路は量子フーリエ変換です。",
+]
 CONFIG = ExtractionConfig(allow_python=False)
 
 
@@ -42,15 +64,21 @@ def programs(draw):
         qubits = draw(st.permutations(range(n)))[:k]
         params = f"({draw(st.sampled_from(ANGLES))})" if p else ""
         statements.append(f"{name}{params} " + ", ".join(f"q[{q}]" for q in qubits) + ";")
-    header = (['OPENQASM 2.0;', 'include "qelib1.inc";', f"qreg q[{n}];"] if version == 2 else
-              ['OPENQASM 3.0;', 'include "stdgates.inc";', f"qubit[{n}] q;"])
+    header = (
+        ["OPENQASM 2.0;", 'include "qelib1.inc";', f"qreg q[{n}];"]
+        if version == 2
+        else ["OPENQASM 3.0;", 'include "stdgates.inc";', f"qubit[{n}] q;"]
+    )
     return version, header, statements
 
 
 def unicode_note():
-    return st.one_of(st.sampled_from(NOTES), st.text(
-        st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="\n\r*/\"`"),
-        max_size=12))
+    return st.one_of(
+        st.sampled_from(NOTES),
+        st.text(
+            st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters='\n\r*/"`'), max_size=12
+        ),
+    )
 
 
 @st.composite
@@ -117,9 +145,14 @@ def test_real_model_errors_name_the_line_and_cause():
     from rubriq.extract.qasm import QASMError, load_qasm
 
     cases = {
-        'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nh q[0];\ncx q[0],q[5];\n': ("`cx q[0],q[5];`", "out-of-range"),
-        'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q;\nh q[0];\ncx q[0], q[5];\n': ("`cx q[0], q[5];`",
-                                                                                          "out of range"),
+        'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nh q[0];\ncx q[0],q[5];\n': (
+            "`cx q[0],q[5];`",
+            "out-of-range",
+        ),
+        'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[2] q;\nh q[0];\ncx q[0], q[5];\n': (
+            "`cx q[0], q[5];`",
+            "out of range",
+        ),
         'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nhx q[1];\n': ("`hx q[1];`", "'hx' is not defined"),
     }
     for text, (statement, cause) in cases.items():
@@ -148,8 +181,10 @@ def test_quirk_rules_on_real_looking_outputs():
     assert names(loop) == ["h", "h", "h"]
     assert names(loop.replace("for i", "for int i").replace("[0:2]", "{0, 2}")) == ["h", "h"]
     # a program that defines its own ccz keeps it
-    own = ('OPENQASM 2.0;\ninclude "qelib1.inc";\ngate ccz a,b,c { h c; ccx a,b,c; h c; }\nqreg q[3];\n'
-           'ccz q[0],q[1],q[2];\n')
+    own = (
+        'OPENQASM 2.0;\ninclude "qelib1.inc";\ngate ccz a,b,c { h c; ccx a,b,c; h c; }\nqreg q[3];\n'
+        "ccz q[0],q[1],q[2];\n"
+    )
     assert names(own) == ["ccz"]
     reference = QuantumCircuit(3)
     reference.ccz(0, 1, 2)

@@ -8,9 +8,9 @@ from qiskit import QuantumCircuit, qasm2, transpile
 from qiskit.circuit.random import random_circuit
 from qiskit.quantum_info import Operator
 
+from rubriq.circuit.gates import canonical_ops
 from rubriq.config import FidelityConfig, RubricConfig
 from rubriq.evaluator import RubriQEvaluator
-from rubriq.circuit.gates import canonical_ops
 from rubriq.sim.exact import SimulationTooLargeError, simulate, unitary_fidelity
 from rubriq.sim.sampled import sampled_fidelity
 from rubriq.sim.torch_backend import BackendUnavailable
@@ -57,8 +57,9 @@ def test_threaded_engine_equals_single_thread():
 @pytest.mark.parametrize("n", [3, 6, 10])
 def test_sampled_is_exactly_one_with_zero_width_for_equivalent_circuits(n):
     target = make_target("qft", n)
-    qc = transpile(target.reference_circuit(), basis_gates=["h", "cx", "rz", "sx", "x"], optimization_level=1,
-                   seed_transpiler=1)
+    qc = transpile(
+        target.reference_circuit(), basis_gates=["h", "cx", "rz", "sx", "x"], optimization_level=1, seed_transpiler=1
+    )
     qc.global_phase += 0.7
     result = sampled_fidelity(tuple(canonical_ops(qc)), n, target, samples=8, seed=3)
     assert result.process_fidelity == pytest.approx(1.0, abs=1e-12)
@@ -118,11 +119,12 @@ def test_torch_backend_on_cpu_equals_numpy():
     assert torch_result.method == "torch:cpu"
     state = make_target("amplitude_encoding", 3)
     a = RubriQEvaluator(target=state).evaluate_circuit(state.reference_circuit())
-    b = RubriQEvaluator(target=state, config=RubricConfig(fidelity=FidelityConfig(backend="torch",
-                                                                                  torch_device="cpu")))
+    b = RubriQEvaluator(target=state, config=RubricConfig(fidelity=FidelityConfig(backend="torch", torch_device="cpu")))
     assert b.evaluate_circuit(state.reference_circuit()).process_fidelity == pytest.approx(a.process_fidelity)
-    big = RubriQEvaluator(target=make_target("qft", 13), config=RubricConfig(
-        fidelity=FidelityConfig(backend="torch", torch_device="cpu", samples=4)))
+    big = RubriQEvaluator(
+        target=make_target("qft", 13),
+        config=RubricConfig(fidelity=FidelityConfig(backend="torch", torch_device="cpu", samples=4)),
+    )
     assert big.evaluate_circuit(make_target("qft", 13).reference_circuit()).process_fidelity == pytest.approx(1.0)
 
 
@@ -131,8 +133,12 @@ def test_qcec_backend_certifies_and_falls_back():
     cfg = RubricConfig(fidelity=FidelityConfig(backend="qcec"))
     ev = RubriQEvaluator(target_algorithm="qft", num_qubits=5, config=cfg)
     ref = make_target("qft", 5).reference_circuit()
-    assert ev.evaluate_circuit(transpile(ref, basis_gates=["cx", "rz", "sx", "x"], optimization_level=1,
-                                         seed_transpiler=1)).fidelity_method == "qcec"
+    assert (
+        ev.evaluate_circuit(
+            transpile(ref, basis_gates=["cx", "rz", "sx", "x"], optimization_level=1, seed_transpiler=1)
+        ).fidelity_method
+        == "qcec"
+    )
     wrong = ref.copy()
     wrong.x(0)
     result = ev.evaluate_circuit(wrong)
@@ -145,8 +151,9 @@ def test_missing_optional_backend_is_a_clear_error(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cudaq" else real(name, *a))
     with pytest.raises(BackendUnavailable, match="pip install cudaq"):
-        RubriQEvaluator(target_algorithm="qft", num_qubits=3,
-                        config=RubricConfig(fidelity=FidelityConfig(backend="cudaq")))
+        RubriQEvaluator(
+            target_algorithm="qft", num_qubits=3, config=RubricConfig(fidelity=FidelityConfig(backend="cudaq"))
+        )
 
 
 def test_identical_circuits_are_scored_once():
@@ -160,9 +167,10 @@ def test_identical_circuits_are_scored_once():
 
 
 def test_batch_in_processes_equals_sequential():
-    texts = [f'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[3];\nh q[{i % 3}];\nrz({0.1 * i}) q[1];\ncx q[0],q[2];'
-             for i in range(10)] + ["garbage", "```python\nfrom qiskit import QuantumCircuit\nqc = QuantumCircuit(3)\n"
-                                               "qc.h(0)\n```"]
+    texts = [
+        f'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[3];\nh q[{i % 3}];\nrz({0.1 * i}) q[1];\ncx q[0],q[2];'
+        for i in range(10)
+    ] + ["garbage", "```python\nfrom qiskit import QuantumCircuit\nqc = QuantumCircuit(3)\nqc.h(0)\n```"]
     texts = texts + texts[:3]
     sequential = [RubriQEvaluator(target_algorithm="qft", num_qubits=3).evaluate(t).to_dict() for t in texts]
     ev = RubriQEvaluator(target_algorithm="qft", num_qubits=3)
@@ -175,9 +183,13 @@ def test_batch_in_processes_equals_sequential():
 
 def test_apply_matches_dense_unitary_for_every_unitary_target():
     rng = np.random.default_rng(0)
-    for target in (make_target("qft", 5, inverse=True, do_swaps=False), make_target("qpe", 5, phase=0.375),
-                   make_target("heisenberg", 4), make_target("tfim", 4),
-                   make_target("circuit", qasm=qasm2.dumps(random_circuit(4, 3, seed=1)))):
+    for target in (
+        make_target("qft", 5, inverse=True, do_swaps=False),
+        make_target("qpe", 5, phase=0.375),
+        make_target("heisenberg", 4),
+        make_target("tfim", 4),
+        make_target("circuit", qasm=qasm2.dumps(random_circuit(4, 3, seed=1))),
+    ):
         states = rng.normal(size=(target.dim, 3)) + 1j * rng.normal(size=(target.dim, 3))
         assert np.allclose(target.apply(states), target.unitary() @ states, atol=1e-10), target
 

@@ -5,13 +5,13 @@ import math
 import numpy as np
 import pytest
 from qiskit import QuantumCircuit, qasm2
-from qiskit.circuit.library import QFTGate, HamiltonianGate
+from qiskit.circuit.library import HamiltonianGate, QFTGate
 from qiskit.circuit.random import random_circuit
 from qiskit.quantum_info import Operator, Statevector
 
-from rubriq.evaluator import RubriQEvaluator
 from rubriq.circuit.facts import CircuitFacts
 from rubriq.circuit.gates import canonical_ops
+from rubriq.evaluator import RubriQEvaluator
 from rubriq.sim.exact import SimulationTooLargeError, state_fidelity, unitary_fidelity
 from rubriq.targets import make_target
 
@@ -47,8 +47,9 @@ def test_qft_target_equals_qiskit_qftgate():
 def test_wrong_angle_lowers_fidelity_by_the_right_amount():
     wrong = TEXTBOOK_QFT4.replace("cp(pi/8) q[3],q[0]", "cp(pi/16) q[3],q[0]")
     result = RubriQEvaluator(target_algorithm="qft", num_qubits=4).evaluate(wrong)
-    expected = reference_process_fidelity(qasm2.loads(wrong, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS),
-                                          make_target("qft", 4).unitary())
+    expected = reference_process_fidelity(
+        qasm2.loads(wrong, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS), make_target("qft", 4).unitary()
+    )
     assert result.process_fidelity < 0.995  # a pi/16 error on one small rotation
     assert result.process_fidelity == pytest.approx(expected, abs=1e-12)
 
@@ -86,8 +87,8 @@ def test_global_phase_is_ignored():
 def test_clean_ancilla_keeps_fidelity_one_dirty_ancilla_does_not():
     # Target: CZ on 2 qubits. Candidate: compute parity into an ancilla q[2], phase, uncompute.
     target = make_target("circuit", qasm='OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; cz q[0],q[1];')
-    clean = ('OPENQASM 2.0; include "qelib1.inc"; qreg q[3]; ccx q[0],q[1],q[2]; z q[2]; ccx q[0],q[1],q[2];')
-    dirty = ('OPENQASM 2.0; include "qelib1.inc"; qreg q[3]; ccx q[0],q[1],q[2]; z q[2];')
+    clean = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[3]; ccx q[0],q[1],q[2]; z q[2]; ccx q[0],q[1],q[2];'
+    dirty = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[3]; ccx q[0],q[1],q[2]; z q[2];'
     ev = RubriQEvaluator(target=target)
     assert ev.evaluate(clean).process_fidelity == pytest.approx(1.0, abs=1e-12)
     # Dirty: ancilla ends in |1> for input |11>: the projected block loses that column.
@@ -102,9 +103,14 @@ def test_narrower_circuit_acts_as_identity_on_missing_qubits():
     assert result.process_fidelity == pytest.approx(1.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("name,params", [
-    ("amplitude_encoding", {}), ("angle_encoding", {}), ("basis_encoding", {"value": 5}),
-])
+@pytest.mark.parametrize(
+    "name,params",
+    [
+        ("amplitude_encoding", {}),
+        ("angle_encoding", {}),
+        ("basis_encoding", {"value": 5}),
+    ],
+)
 def test_state_targets_reference_circuits_match_statevector(name, params):
     target = make_target(name, 3, **params)
     ref = target.reference_circuit()

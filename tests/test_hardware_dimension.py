@@ -5,11 +5,11 @@ import math
 import pytest
 from qiskit import QuantumCircuit
 
-from rubriq.config import HardwareConfig, RubricConfig
 from rubriq.circuit.backends import CATALOG, UnknownBackendError, get_backend
+from rubriq.circuit.facts import CircuitFacts
+from rubriq.config import HardwareConfig, RubricConfig
 from rubriq.rubric import hardware
 from rubriq.rubric.base import ScoringContext
-from rubriq.circuit.facts import CircuitFacts
 
 
 def fit(circuit: QuantumCircuit, **cfg):

@@ -52,7 +52,9 @@ def test_catalog_has_the_papers_devices_and_snapshot_error_rates():
         degree[b] = degree.get(b, 0) + 1
     assert max(degree.values()) == 4
     target = FakeSherbrooke().target
-    sx = statistics.median(p.error for p in target["sx"].values() if p is not None and p.error is not None and p.error < 1)
+    sx = statistics.median(
+        p.error for p in target["sx"].values() if p is not None and p.error is not None and p.error < 1
+    )
     ecr = statistics.median(p.error for p in target["ecr"].values() if p is not None and p.error < 1)
     rates = error_rates("ibm_eagle")
     assert rates["error_1q"] == pytest.approx(sx) and rates["error_2q"] == pytest.approx(ecr)
@@ -61,9 +63,14 @@ def test_catalog_has_the_papers_devices_and_snapshot_error_rates():
         assert spec.error_2q and "ionq.com" in spec.source
 
 
-@pytest.mark.parametrize("backend,native", [("ibm_eagle", {"ecr", "rz", "sx", "x"}),
-                                            ("ionq_aria", {"gpi", "gpi2", "ms"}),
-                                            ("ionq_forte", {"gpi", "gpi2", "zz"})])
+@pytest.mark.parametrize(
+    "backend,native",
+    [
+        ("ibm_eagle", {"ecr", "rz", "sx", "x"}),
+        ("ionq_aria", {"gpi", "gpi2", "ms"}),
+        ("ionq_forte", {"gpi", "gpi2", "zz"}),
+    ],
+)
 def test_transpiled_circuits_use_native_gates_only(backend, native):
     t = transpile_for(with_measurements(ghz()), backend)
     gates = set(t.gate_counts) - {"measure", "barrier"}
@@ -142,9 +149,9 @@ def test_tokens_never_reach_files_or_the_console(tmp_path, monkeypatch, capsys):
     said = []
     run = HardwareRun(["ionq_aria"], out=tmp_path, providers={"ionq_aria": provider}, say=said.append)
     run.run({"ghz3": ghz()})
-    rows = run.run({"ghz3": ghz()})     # the same run polls the id it kept in memory
+    rows = run.run({"ghz3": ghz()})  # the same run polls the id it kept in memory
     write_results(rows, tmp_path)
-    assert said and not any(secret in line for line in said), said   # HardwareRun redacts, not only the CLI
+    assert said and not any(secret in line for line in said), said  # HardwareRun redacts, not only the CLI
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
@@ -154,14 +161,28 @@ def test_tokens_never_reach_files_or_the_console(tmp_path, monkeypatch, capsys):
     # a job still pending when its run ends cannot be polled later, and is not resubmitted
     pending, later_said = FakeProvider(leak=f"?apiKey={secret}"), []
     HardwareRun(["ionq_aria"], out=tmp_path / "p", providers={"ionq_aria": pending}, say=lambda m: None).run(
-        {"ghz3": ghz()})
+        {"ghz3": ghz()}
+    )
     HardwareRun(["ionq_aria"], out=tmp_path / "p", providers={"ionq_aria": pending}, say=later_said.append).run(
-        {"ghz3": ghz()})
+        {"ghz3": ghz()}
+    )
     assert pending.submitted == [4096] and len(pending.polls) == 1
     assert any("not stored" in line for line in later_said), later_said
     (tmp_path / "c.qasm").write_text(qasm2.dumps(ghz()))
-    assert main(["--circuits", str(tmp_path / "c.qasm"), "--backend", "ionq_aria", "--dry-run",
-                 "--out", str(tmp_path / "dry")]) == 0
+    assert (
+        main(
+            [
+                "--circuits",
+                str(tmp_path / "c.qasm"),
+                "--backend",
+                "ionq_aria",
+                "--dry-run",
+                "--out",
+                str(tmp_path / "dry"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr()
     assert secret not in out.out + out.err and "hardware" in out.out  # a token is set: the dry run says so
     assert not (tmp_path / "dry").exists()  # a dry run writes nothing
@@ -173,6 +194,8 @@ def test_cli_reads_qasm_folders_and_reports_bad_input(tmp_path, capsys):
     assert main(["--circuits", str(tmp_path / "missing"), "--dry-run"]) == 2
     assert "does not exist" in capsys.readouterr().err
     os.environ.pop("IONQ_API_KEY", None)
-    assert main(["--circuits", str(tmp_path), "--backend", "ionq_forte", "--offline", "--out", str(tmp_path / "o")]) == 0
+    assert (
+        main(["--circuits", str(tmp_path), "--backend", "ionq_forte", "--offline", "--out", str(tmp_path / "o")]) == 0
+    )
     assert "OFFLINE" in capsys.readouterr().out
     assert json.loads((tmp_path / "o" / "results.json").read_text())["rows"][0]["mode"] == "emulation"

@@ -33,15 +33,30 @@ HEADER = "from qiskit import QuantumCircuit\n"
 # must be scored honestly (the forged claim has no effect).
 PYTHON_CASES = [
     # namespace escapes
-    ("subclasses-popen", "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'Popen'][0]"
-                         "(['sh', '-c', 'echo pwned > {CANARY}'])\nqc = QuantumCircuit(1)", "zero"),
-    ("builtin-importer", "bi = [c for c in ().__class__.__base__.__subclasses__() if 'BuiltinImporter' in c.__name__][0]\n"
-                         "bi.load_module('posix').system('echo pwned > {CANARY}')", "zero"),
-    ("traceback-frame", "try:\n    1/0\nexcept Exception as e:\n"
-                        "    e.__traceback__.tb_frame.f_globals['__builtins__']['__import__']('os').system('rm {CANARY}')",
-     "zero"),
+    (
+        "subclasses-popen",
+        "[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == 'Popen'][0]"
+        "(['sh', '-c', 'echo pwned > {CANARY}'])\nqc = QuantumCircuit(1)",
+        "zero",
+    ),
+    (
+        "builtin-importer",
+        "bi = [c for c in ().__class__.__base__.__subclasses__() if 'BuiltinImporter' in c.__name__][0]\n"
+        "bi.load_module('posix').system('echo pwned > {CANARY}')",
+        "zero",
+    ),
+    (
+        "traceback-frame",
+        "try:\n    1/0\nexcept Exception as e:\n"
+        "    e.__traceback__.tb_frame.f_globals['__builtins__']['__import__']('os').system('rm {CANARY}')",
+        "zero",
+    ),
     ("generator-frame", "g = (x for x in [1])\ng.gi_frame.f_builtins['__import__']('os').remove('{CANARY}')", "zero"),
-    ("format-string", "s = '{{0.__init__.__globals__}}'.format(QuantumCircuit)\nopen('{CANARY}', 'w').write(s)", "zero"),
+    (
+        "format-string",
+        "s = '{{0.__init__.__globals__}}'.format(QuantumCircuit)\nopen('{CANARY}', 'w').write(s)",
+        "zero",
+    ),
     ("string-building", "getattr(__builtins__, '__imp' + 'ort__')('o' + 's').system('echo x > {CANARY}')", "zero"),
     ("import-concat", "__import__('o' + 's').remove('{CANARY}')", "zero"),
     ("ctypes-system", "import ctypes\nctypes.CDLL(None).system(b'echo pwned > {CANARY}')", "zero"),
@@ -57,100 +72,188 @@ PYTHON_CASES = [
     ("quit", "quit()", "zero"),
     ("systemexit", "raise SystemExit(0)", "zero"),
     ("os-exit", "import os\nos._exit(0)", "zero"),
-    ("fake-stdout-result", "print('RUBRIQ-RESULT {{\"circuit\": {{\"num_qubits\": 2, \"ops\": [[\"h\", [1], []]]}}}}')\n"
-                           "qc = QuantumCircuit(2)\nqc.x(0)", "honest"),
-    ("frame-forgery", "import sys\nf = sys._getframe()\nf.f_globals['qc'] = QuantumCircuit(2)\n"
-                      "f.f_globals['circuit'] = 'perfect'\nqc.x(0)", "honest"),
-    ("monkeypatch-operator", "from qiskit.quantum_info import Operator\nOperator.equiv = lambda *a, **k: True\n"
-                             "Operator.__eq__ = lambda *a, **k: True\nqc = QuantumCircuit(2)\nqc.x(0)", "honest"),
-    ("monkeypatch-evaluator", "import rubriq.rubric.fidelity as f\nf.score = lambda *a, **k: 1.0\n"
-                              "import rubriq.sim.exact as e\ne.unitary_fidelity = None\nqc = QuantumCircuit(2)\nqc.x(0)",
-     "honest"),
-    ("malicious-reduce-del", "import os\nclass Evil(QuantumCircuit):\n"
-                             "    def __reduce__(self):\n        return (os.system, ('echo x > {CANARY}',))\n"
-                             "    def __del__(self):\n        open('{CANARY}', 'w').write('pwned')\n"
-                             "qc = Evil(2)\nqc.x(0)", "honest"),
+    (
+        "fake-stdout-result",
+        'print(\'RUBRIQ-RESULT {{"circuit": {{"num_qubits": 2, "ops": [["h", [1], []]]}}}}\')\n'
+        "qc = QuantumCircuit(2)\nqc.x(0)",
+        "honest",
+    ),
+    (
+        "frame-forgery",
+        "import sys\nf = sys._getframe()\nf.f_globals['qc'] = QuantumCircuit(2)\n"
+        "f.f_globals['circuit'] = 'perfect'\nqc.x(0)",
+        "honest",
+    ),
+    (
+        "monkeypatch-operator",
+        "from qiskit.quantum_info import Operator\nOperator.equiv = lambda *a, **k: True\n"
+        "Operator.__eq__ = lambda *a, **k: True\nqc = QuantumCircuit(2)\nqc.x(0)",
+        "honest",
+    ),
+    (
+        "monkeypatch-evaluator",
+        "import rubriq.rubric.fidelity as f\nf.score = lambda *a, **k: 1.0\n"
+        "import rubriq.sim.exact as e\ne.unitary_fidelity = None\nqc = QuantumCircuit(2)\nqc.x(0)",
+        "honest",
+    ),
+    (
+        "malicious-reduce-del",
+        "import os\nclass Evil(QuantumCircuit):\n"
+        "    def __reduce__(self):\n        return (os.system, ('echo x > {CANARY}',))\n"
+        "    def __del__(self):\n        open('{CANARY}', 'w').write('pwned')\n"
+        "qc = Evil(2)\nqc.x(0)",
+        "honest",
+    ),
     # resources
     ("infinite-loop", "while True:\n    pass", "zero"),
     ("huge-sum", "x = sum(range(10**12))", "zero"),
-    ("ignore-sigalrm", "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.alarm(1)\n"
-                       "while True:\n    pass", "zero"),
+    (
+        "ignore-sigalrm",
+        "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nsignal.alarm(1)\nwhile True:\n    pass",
+        "zero",
+    ),
     ("alloc-100gb", "x = bytearray(100 * 2**30)\nqc = QuantumCircuit(1)", "zero"),
     ("numpy-huge", "import numpy as np\nx = np.ones((10**6, 10**6))\nqc = QuantumCircuit(1)", "zero"),
     ("circuit-1e7-qubits", "qc = QuantumCircuit(10**7)\nqc.h(0)", "zero"),
-    ("unitary-20q", "import numpy as np\nfrom qiskit.circuit.library import UnitaryGate\nqc = QuantumCircuit(20)\n"
-                    "qc.append(UnitaryGate(np.eye(2**20)), range(20))", "zero"),
+    (
+        "unitary-20q",
+        "import numpy as np\nfrom qiskit.circuit.library import UnitaryGate\nqc = QuantumCircuit(20)\n"
+        "qc.append(UnitaryGate(np.eye(2**20)), range(20))",
+        "zero",
+    ),
     ("fork-bomb", "import os\nwhile True:\n    os.fork()", "zero"),
-    ("threads", "import threading, time\nfor i in range(5000):\n"
-                "    threading.Thread(target=time.sleep, args=(100,)).start()\nqc = QuantumCircuit(1)\nwhile True:\n    pass",
-     "zero"),
-    ("daemon", "import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        while True:\n"
-               "            pass\nqc = QuantumCircuit(1)\nwhile True:\n    pass", "zero"),
+    (
+        "threads",
+        "import threading, time\nfor i in range(5000):\n"
+        "    threading.Thread(target=time.sleep, args=(100,)).start()\nqc = QuantumCircuit(1)\nwhile True:\n    pass",
+        "zero",
+    ),
+    (
+        "daemon",
+        "import os\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        while True:\n"
+        "            pass\nqc = QuantumCircuit(1)\nwhile True:\n    pass",
+        "zero",
+    ),
     ("deep-recursion", "def f(n):\n    return f(n + 1)\nf(0)", "zero"),
-    ("deep-recursion-unlimited", "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1)\nf(0)",
-     "zero"),
+    (
+        "deep-recursion-unlimited",
+        "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1)\nf(0)",
+        "zero",
+    ),
     ("print-1gb", "for _ in range(1024):\n    print('x' * 2**20)\nwhile True:\n    pass", "zero"),
     ("fill-tmp", "f = open('/tmp/rubriq-fill', 'wb')\nwhile True:\n    f.write(b'0' * 2**20)", "zero"),
     ("read-shadow", "data = open('/etc/shadow').read()\nif data:\n    qc = QuantumCircuit(2)", "zero"),
-    ("read-env-token", "import os\nif os.environ.get('HF_TOKEN') or os.environ.get('IBM_QUANTUM_TOKEN'):\n"
-                       "    qc = QuantumCircuit(2)", "zero"),
-    ("socket-connect", "import socket\ns = socket.create_connection(('127.0.0.1', {PORT}), timeout=2)\n"
-                       "s.sendall(b'exfiltrate')\nqc = QuantumCircuit(1)", "zero"),
-    ("kill-parent", "import os, signal\nos.kill({PARENT_PID}, signal.SIGKILL)\nos.kill(os.getppid(), signal.SIGKILL)",
-     "zero"),
+    (
+        "read-env-token",
+        "import os\nif os.environ.get('HF_TOKEN') or os.environ.get('IBM_QUANTUM_TOKEN'):\n    qc = QuantumCircuit(2)",
+        "zero",
+    ),
+    (
+        "socket-connect",
+        "import socket\ns = socket.create_connection(('127.0.0.1', {PORT}), timeout=2)\n"
+        "s.sendall(b'exfiltrate')\nqc = QuantumCircuit(1)",
+        "zero",
+    ),
+    (
+        "kill-parent",
+        "import os, signal\nos.kill({PARENT_PID}, signal.SIGKILL)\nos.kill(os.getppid(), signal.SIGKILL)",
+        "zero",
+    ),
     ("killpg-parent", "import os\nos.killpg({PARENT_PGID}, 9)", "zero"),
-    ("ptrace-parent", "import ctypes\nlibc = ctypes.CDLL(None)\nif libc.ptrace(16, {PARENT_PID}, 0, 0) == 0:\n"
-                      "    qc = QuantumCircuit(1)", "zero"),
+    (
+        "ptrace-parent",
+        "import ctypes\nlibc = ctypes.CDLL(None)\nif libc.ptrace(16, {PARENT_PID}, 0, 0) == 0:\n"
+        "    qc = QuantumCircuit(1)",
+        "zero",
+    ),
     ("sleep", "import time\ntime.sleep(100)", "zero"),
     ("too-many-gates", "qc = QuantumCircuit(2)\nfor _ in range(300000):\n    qc.h(0)", "zero"),
 ]
 
 # Kernel-level attacks (the families of issue #13). Each sets ``hit`` when an attack worked and
 # then builds a circuit, so success shows up as a reward > 0; victims are started by the test.
-SYSCALL = ("import ctypes, os, struct, glob\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-           "libc.syscall.restype = ctypes.c_long\n"
-           "def call(nr, *a):\n"
-           "    a = [ctypes.c_long(x) if isinstance(x, int) else x for x in a] + [ctypes.c_long(0)] * (6 - len(a))\n"
-           "    return libc.syscall(ctypes.c_long(nr), *a)\n"
-           "buf = ctypes.create_string_buffer(256)\nhit = False\n")
+SYSCALL = (
+    "import ctypes, os, struct, glob\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.syscall.restype = ctypes.c_long\n"
+    "def call(nr, *a):\n"
+    "    a = [ctypes.c_long(x) if isinstance(x, int) else x for x in a] + [ctypes.c_long(0)] * (6 - len(a))\n"
+    "    return libc.syscall(ctypes.c_long(nr), *a)\n"
+    "buf = ctypes.create_string_buffer(256)\nhit = False\n"
+)
 KERNEL_CASES = [
     ("signal-queueinfo", "hit |= call(129, {VICTIM}, 19, buf) == 0\nhit |= call(297, {VICTIM}, {VICTIM}, 9, buf) == 0"),
     ("pidfd-signal", "fd = call(434, {VICTIM}, 0)\nhit |= fd >= 0 and call(424, fd, 9, 0, 0) == 0"),
-    ("pidfd-getfd-steal", "for target in ({PARENT_PID}, {ZYGOTE_PID}):\n    pfd = call(434, target, 0)\n"
-                          "    for n in range(64):\n        got = call(438, pfd, n, 0) if pfd >= 0 else -1\n"
-                          "        if got >= 0:\n            hit = True\n"
-                          "            os.write(got, struct.pack('>I', 2**32 - 1) + b'forged')"),
+    (
+        "pidfd-getfd-steal",
+        "for target in ({PARENT_PID}, {ZYGOTE_PID}):\n    pfd = call(434, target, 0)\n"
+        "    for n in range(64):\n        got = call(438, pfd, n, 0) if pfd >= 0 else -1\n"
+        "        if got >= 0:\n            hit = True\n"
+        "            os.write(got, struct.pack('>I', 2**32 - 1) + b'forged')",
+    ),
     ("fcntl-setown-setsig", "hit |= call(72, 1, 8, {VICTIM}) == 0\nhit |= call(72, 1, 10, 9) == 0"),
-    ("sched-other-process", "mask = ctypes.c_ulong(1)\nhit |= call(203, {VICTIM}, 8, ctypes.byref(mask)) == 0\n"
-                            "hit |= call(141, 0, {VICTIM}, 19) == 0\nhit |= call(144, {VICTIM}, 0, buf) == 0"),
-    ("new-mount-api", "hit |= call(430, b'tmpfs', 0) >= 0\nhit |= call(428, -100, b'/', 1) >= 0\n"
-                      "hit |= call(165, b'none', b'/', 0, 16384 | 262144, 0) == 0"),
-    ("chmod-xattr-acct", "hit |= call(452, -100, b'{CANARY}', 0o777, 0) == 0\n"
-                         "hit |= call(188, b'{CANARY}', b'user.x', b'1', 1, 0) == 0\n"
-                         "hit |= call(191, b'{CANARY}', b'user.x', buf, 16) >= 0\nhit |= call(163, b'/tmp/acct') == 0"),
+    (
+        "sched-other-process",
+        "mask = ctypes.c_ulong(1)\nhit |= call(203, {VICTIM}, 8, ctypes.byref(mask)) == 0\n"
+        "hit |= call(141, 0, {VICTIM}, 19) == 0\nhit |= call(144, {VICTIM}, 0, buf) == 0",
+    ),
+    (
+        "new-mount-api",
+        "hit |= call(430, b'tmpfs', 0) >= 0\nhit |= call(428, -100, b'/', 1) >= 0\n"
+        "hit |= call(165, b'none', b'/', 0, 16384 | 262144, 0) == 0",
+    ),
+    (
+        "chmod-xattr-acct",
+        "hit |= call(452, -100, b'{CANARY}', 0o777, 0) == 0\n"
+        "hit |= call(188, b'{CANARY}', b'user.x', b'1', 1, 0) == 0\n"
+        "hit |= call(191, b'{CANARY}', b'user.x', buf, 16) >= 0\nhit |= call(163, b'/tmp/acct') == 0",
+    ),
     ("ioctl-tiocsti", "for fd in range(3):\n    hit |= call(16, fd, 0x5412, b'x') == 0"),
-    ("sysv-posix-ipc", "hit |= call(29, 0, 4096, 0o1666) >= 0\nhit |= call(64, 0, 1, 0o1666) >= 0\n"
-                       "hit |= call(68, 0, 0o1666) >= 0\nhit |= call(240, b'q', 0o100 | 2, 0o666, 0) >= 0"),
-    ("clock-hostname", "hit |= call(170, b'pwned', 5) == 0\nhit |= call(164, buf, 0) == 0\n"
-                       "hit |= call(159, buf) >= 0\nhit |= call(227, 0, buf) == 0"),
+    (
+        "sysv-posix-ipc",
+        "hit |= call(29, 0, 4096, 0o1666) >= 0\nhit |= call(64, 0, 1, 0o1666) >= 0\n"
+        "hit |= call(68, 0, 0o1666) >= 0\nhit |= call(240, b'q', 0o100 | 2, 0o666, 0) >= 0",
+    ),
+    (
+        "clock-hostname",
+        "hit |= call(170, b'pwned', 5) == 0\nhit |= call(164, buf, 0) == 0\n"
+        "hit |= call(159, buf) >= 0\nhit |= call(227, 0, buf) == 0",
+    ),
     ("prlimit-other", "hit |= call(302, {VICTIM}, 7, buf, 0) == 0\nhit |= call(302, 0, 7, buf, 0) == 0"),
-    ("proc-environ-mem-root", "for path in ['/proc/{PARENT_PID}/environ', '/proc/{PARENT_PID}/mem', "
-                              "'/proc/{PARENT_PID}/root{CANARY}', '/proc/1/root{CANARY}'] + glob.glob('/proc/*/environ'):\n"
-                              "    try:\n        data = open(path, 'rb').read(4096)\n"
-                              "        hit |= b'hf_secret' in data or b'do not touch' in data\n"
-                              "    except OSError:\n        pass\n"
-                              "hit |= any(p.isdigit() and int(p) > 2 for p in os.listdir('/proc'))"),
-    ("pdeathsig-fork-outlive", "hit |= call(157, 1, 0) == 0\npid = call(57)\n"
-                               "if pid == 0:\n    import time\n    time.sleep(60)\nhit |= pid > 0"),
-    ("kill-ptrace-init", "hit |= call(62, 1, 9) == 0\nhit |= call(62, -1, 9) == 0\nhit |= call(101, 16, 1, 0, 0) == 0\n"
-                         "hit |= call(62, {VICTIM}, 19) == 0"),
-    ("namespaces-bpf-uring", "hit |= call(272, 0x10000000) == 0\nhit |= call(308, 0, 0) == 0\n"
-                             "hit |= call(321, 0, buf, 16) >= 0\nhit |= call(425, 8, buf) >= 0\n"
-                             "hit |= call(298, buf, 0, -1, -1, 0) >= 0\nhit |= call(323, 0) >= 0"),
-    ("sockets-abstract-unix", "hit |= call(41, 1, 1, 0) >= 0\nhit |= call(41, 2, 1, 0) >= 0\nhit |= call(53, 1, 1, 0, buf) == 0"),
-    ("forge-frames-everywhere", "for fd in range(64):\n    try:\n"
-                                "        os.write(fd, struct.pack('>I', 2**32 - 1) + b'{{\"nonce\": \"x\", \"status\": \"ok\"}}')\n"
-                                "    except OSError:\n        pass"),
+    (
+        "proc-environ-mem-root",
+        "for path in ['/proc/{PARENT_PID}/environ', '/proc/{PARENT_PID}/mem', "
+        "'/proc/{PARENT_PID}/root{CANARY}', '/proc/1/root{CANARY}'] + glob.glob('/proc/*/environ'):\n"
+        "    try:\n        data = open(path, 'rb').read(4096)\n"
+        "        hit |= b'hf_secret' in data or b'do not touch' in data\n"
+        "    except OSError:\n        pass\n"
+        "hit |= any(p.isdigit() and int(p) > 2 for p in os.listdir('/proc'))",
+    ),
+    (
+        "pdeathsig-fork-outlive",
+        "hit |= call(157, 1, 0) == 0\npid = call(57)\n"
+        "if pid == 0:\n    import time\n    time.sleep(60)\nhit |= pid > 0",
+    ),
+    (
+        "kill-ptrace-init",
+        "hit |= call(62, 1, 9) == 0\nhit |= call(62, -1, 9) == 0\nhit |= call(101, 16, 1, 0, 0) == 0\n"
+        "hit |= call(62, {VICTIM}, 19) == 0",
+    ),
+    (
+        "namespaces-bpf-uring",
+        "hit |= call(272, 0x10000000) == 0\nhit |= call(308, 0, 0) == 0\n"
+        "hit |= call(321, 0, buf, 16) >= 0\nhit |= call(425, 8, buf) >= 0\n"
+        "hit |= call(298, buf, 0, -1, -1, 0) >= 0\nhit |= call(323, 0) >= 0",
+    ),
+    (
+        "sockets-abstract-unix",
+        "hit |= call(41, 1, 1, 0) >= 0\nhit |= call(41, 2, 1, 0) >= 0\nhit |= call(53, 1, 1, 0, buf) == 0",
+    ),
+    (
+        "forge-frames-everywhere",
+        "for fd in range(64):\n    try:\n"
+        '        os.write(fd, struct.pack(\'>I\', 2**32 - 1) + b\'{{"nonce": "x", "status": "ok"}}\')\n'
+        "    except OSError:\n        pass",
+    ),
 ]
 
 N_BITS = 4294967296
@@ -159,32 +262,56 @@ QASM_CASES = [
     ("qubit-2^32", f'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[{N_BITS}] q;\nh q[0];'),
     ("many-registers", 'OPENQASM 2.0;\ninclude "qelib1.inc";\n' + "".join(f"qreg r{i}[1];\n" for i in range(100))),
     ("giant-integer", 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nrz(' + "9" * 400 + ") q[0];"),
-    ("deep-parentheses", 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nrz(' + "(" * 100000 + "1"
-     + ")" * 100000 + ") q[0];"),
+    (
+        "deep-parentheses",
+        'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nrz(' + "(" * 100000 + "1" + ")" * 100000 + ") q[0];",
+    ),
     ("include-passwd", 'OPENQASM 2.0;\ninclude "/etc/passwd";\nqreg q[1];\nh q[0];'),
     ("self-include", 'OPENQASM 2.0;\ninclude "self.qasm";\nqreg q[1];\nh q[0];'),
-    ("billion-laughs", 'OPENQASM 2.0;\ninclude "qelib1.inc";\ngate g0 a { x a; }\n'
-     + "".join(f"gate g{i} a {{ g{i - 1} a; g{i - 1} a; }}\n" for i in range(1, 41)) + "qreg q[1];\ng40 q[0];"),
-    ("empty-laughs", 'OPENQASM 2.0;\ninclude "qelib1.inc";\ngate e0 a { }\n'
-     + "".join(f"gate e{i} a {{ e{i - 1} a; e{i - 1} a; }}\n" for i in range(1, 41)) + "qreg q[1];\ne40 q[0];"),
+    (
+        "billion-laughs",
+        'OPENQASM 2.0;\ninclude "qelib1.inc";\ngate g0 a { x a; }\n'
+        + "".join(f"gate g{i} a {{ g{i - 1} a; g{i - 1} a; }}\n" for i in range(1, 41))
+        + "qreg q[1];\ng40 q[0];",
+    ),
+    (
+        "empty-laughs",
+        'OPENQASM 2.0;\ninclude "qelib1.inc";\ngate e0 a { }\n'
+        + "".join(f"gate e{i} a {{ e{i - 1} a; e{i - 1} a; }}\n" for i in range(1, 41))
+        + "qreg q[1];\ne40 q[0];",
+    ),
     ("gate-cycle", 'OPENQASM 2.0;\ninclude "qelib1.inc";\ngate a x { b x; }\ngate b x { a x; }\nqreg q[1];\na q[0];'),
     ("opaque-gate", 'OPENQASM 2.0;\ninclude "qelib1.inc";\nopaque foo a;\nqreg q[1];\nfoo q[0];'),
     ("undefined-gate", 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nfoo q[0];'),
     ("qasm3-loop-1e9", 'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[1] q;\nfor int i in [0:1000000000] { x q[0]; }'),
     ("qasm3-while", 'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[1] q;\nbit c;\nwhile (true) { x q[0]; }'),
     ("ctrl-60", 'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[61] q;\nctrl(60) @ x q[0:59], q[60];'),
-    ("ctrl-chain", 'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[21] q;\n' + "ctrl @ " * 20
-     + "x " + ", ".join(f"q[{i}]" for i in range(21)) + ";"),
-    ("pow-half-wide", 'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[20] q;\ngate wide a, b, c { ccx a, b, c; }\n'
-     "pow(0.5) @ wide q[0], q[1], q[2];"),
+    (
+        "ctrl-chain",
+        'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[21] q;\n'
+        + "ctrl @ " * 20
+        + "x "
+        + ", ".join(f"q[{i}]" for i in range(21))
+        + ";",
+    ),
+    (
+        "pow-half-wide",
+        'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[20] q;\ngate wide a, b, c { ccx a, b, c; }\n'
+        "pow(0.5) @ wide q[0], q[1], q[2];",
+    ),
     ("ten-mb", 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\n' + "h q[0];\n" * 1_500_000),
     ("nul-bytes", 'OPENQASM 2.0;\x00include "qelib1.inc";\nqreg q[1];\nh q[0];'),
-    ("invalid-utf8", (b'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\n\xff\xfe h q[0];').decode("utf-8", "surrogateescape")),
+    (
+        "invalid-utf8",
+        (b'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\n\xff\xfe h q[0];').decode("utf-8", "surrogateescape"),
+    ),
     ("inf-angle", 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nrz(1e308*1e308) q[0];'),
     ("nan-angle", 'OPENQASM 3.0;\ninclude "stdgates.inc";\nqubit[1] q;\nrz(1e308*1e308 - 1e308*1e308) q[0];'),
     ("over-sim-cap", 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[60];\nh q;'),
-    ("if-measure", 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\ncreg c[2];\nmeasure q -> c;\n'
-     "if (c == 3) x q[0];"),
+    (
+        "if-measure",
+        'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\ncreg c[2];\nmeasure q -> c;\nif (c == 3) x q[0];',
+    ),
 ]
 
 
@@ -226,9 +353,11 @@ def _rss_mb() -> float:
 def _zygote_pids() -> set[int]:
     """This test process's own zygotes (another session's, e.g. an outer root run, are not ours)."""
     me = os.getpid()
-    return {p.pid for p in psutil.process_iter(["cmdline", "ppid"])
-            if p.info["ppid"] == me and p.info["cmdline"]
-            and "rubriq.extract.sandbox.zygote" in " ".join(p.info["cmdline"])}
+    return {
+        p.pid
+        for p in psutil.process_iter(["cmdline", "ppid"])
+        if p.info["ppid"] == me and p.info["cmdline"] and "rubriq.extract.sandbox.zygote" in " ".join(p.info["cmdline"])
+    }
 
 
 def _stray_processes(zygotes: set[int]) -> list[str]:
@@ -261,10 +390,18 @@ def world(tmp_path_factory):
     victim = psutil.Popen(["sleep", "3600"])
     pipe_r, pipe_w = os.pipe()
     sock_a, sock_b = socket.socketpair()
-    yield {"canaries": canaries, "canary_dir": canary_dir, "listener": listener,
-           "digests": [_digest(c) for c in canaries], "victim": victim, "victim_state": _victim_state(victim),
-           "pipe": (pipe_r, pipe_w), "sockets": (sock_a, sock_b), "hostname": socket.gethostname(),
-           "sysv": _sysv_objects()}
+    yield {
+        "canaries": canaries,
+        "canary_dir": canary_dir,
+        "listener": listener,
+        "digests": [_digest(c) for c in canaries],
+        "victim": victim,
+        "victim_state": _victim_state(victim),
+        "pipe": (pipe_r, pipe_w),
+        "sockets": (sock_a, sock_b),
+        "hostname": socket.gethostname(),
+        "sysv": _sysv_objects(),
+    }
     victim.kill()
     for fd in (pipe_r, pipe_w):
         os.close(fd)
@@ -291,8 +428,10 @@ def _sysv_objects() -> tuple[int, ...]:
 
 
 def _evaluator(prefilter: bool) -> RubriQEvaluator:
-    cfg = RubricConfig(extraction=ExtractionConfig(python_timeout_s=PY_TIMEOUT, python_prefilter=prefilter),
-                       budget=BudgetConfig(time_s=20.0))
+    cfg = RubricConfig(
+        extraction=ExtractionConfig(python_timeout_s=PY_TIMEOUT, python_prefilter=prefilter),
+        budget=BudgetConfig(time_s=20.0),
+    )
     return RubriQEvaluator(target_algorithm="qft", num_qubits=2, config=cfg)
 
 
@@ -306,7 +445,7 @@ def _check_world(world, elapsed: float, limit: float, rss_before: float) -> None
         assert not select.select([fd], [], [], 0)[0], "data reached a pipe or socket of the evaluating process"
     assert socket.gethostname() == world["hostname"], "the host name changed"
     assert _sysv_objects() == world["sysv"], "SysV IPC objects were left behind"
-    for path, digest in zip(world["canaries"], world["digests"]):
+    for path, digest in zip(world["canaries"], world["digests"], strict=True):
         assert path.exists() and _digest(path) == digest, f"canary {path} was touched"
     assert world["listener"].connections == 0, "the loopback listener received a connection"
     assert _rss_mb() - rss_before < 300, "parent memory grew by more than 300 MB"
@@ -321,9 +460,18 @@ def _check_world(world, elapsed: float, limit: float, rss_before: float) -> None
 @pytest.mark.parametrize("prefilter", [True, False], ids=["prefilter", "no-prefilter"])
 @pytest.mark.parametrize("case_id,code,expect", PYTHON_CASES, ids=[c[0] for c in PYTHON_CASES])
 def test_hostile_python(world, prefilter, case_id, code, expect):
-    text = "```python\n" + HEADER + code.format(
-        CANARY=world["canaries"][0], CANARY_DIR=world["canary_dir"], PORT=world["listener"].port,
-        PARENT_PID=os.getpid(), PARENT_PGID=os.getpgid(0)) + "\n```"
+    text = (
+        "```python\n"
+        + HEADER
+        + code.format(
+            CANARY=world["canaries"][0],
+            CANARY_DIR=world["canary_dir"],
+            PORT=world["listener"].port,
+            PARENT_PID=os.getpid(),
+            PARENT_PGID=os.getpgid(0),
+        )
+        + "\n```"
+    )
     evaluator = _evaluator(prefilter)
     rss = _rss_mb()
     start = time.monotonic()
@@ -341,8 +489,10 @@ def test_hostile_python(world, prefilter, case_id, code, expect):
     _check_world(world, elapsed, PY_TIMEOUT, rss)
 
 
-HONEST_QFT2 = ("```python\n" + HEADER + "import numpy as np\nqc = QuantumCircuit(2)\nqc.h(1)\n"
-               "qc.cp(np.pi / 2, 0, 1)\nqc.h(0)\nqc.swap(0, 1)\n```")
+HONEST_QFT2 = (
+    "```python\n" + HEADER + "import numpy as np\nqc = QuantumCircuit(2)\nqc.h(1)\n"
+    "qc.cp(np.pi / 2, 0, 1)\nqc.h(0)\nqc.swap(0, 1)\n```"
+)
 
 
 @pytest.mark.parametrize("prefilter", [True, False], ids=["prefilter", "no-prefilter"])
@@ -351,8 +501,12 @@ def test_hostile_kernel(world, prefilter, case_id, code):
     """Each attack family of issue #13 against victims of the test; then the NEXT honest
     completion must get exactly its honest reward (no job affects another)."""
     zygotes = _zygote_pids()
-    body = SYSCALL + code.format(CANARY=world["canaries"][0], VICTIM=world["victim"].pid, PARENT_PID=os.getpid(),
-                                 ZYGOTE_PID=min(zygotes) if zygotes else 1)
+    body = SYSCALL + code.format(
+        CANARY=world["canaries"][0],
+        VICTIM=world["victim"].pid,
+        PARENT_PID=os.getpid(),
+        ZYGOTE_PID=min(zygotes) if zygotes else 1,
+    )
     text = "```python\n" + HEADER + body + "\nif hit:\n    qc = QuantumCircuit(2)\n    qc.h(0)\n```"
     evaluator = _evaluator(prefilter)
     rss = _rss_mb()
@@ -363,8 +517,9 @@ def test_hostile_kernel(world, prefilter, case_id, code):
     if not prefilter:  # the kernel, not the pre-filter, stopped it: the code ran to its end
         assert "defined no QuantumCircuit" in (result.error or "") or "malformed" in (result.error or ""), result.error
     _check_world(world, elapsed, PY_TIMEOUT, rss)
-    honest = _evaluator(True).evaluate('OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; h q[1]; cp(pi/2) q[0],q[1];'
-                                       " h q[0]; swap q[0],q[1];")
+    honest = _evaluator(True).evaluate(
+        'OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; h q[1]; cp(pi/2) q[0],q[1]; h q[0]; swap q[0],q[1];'
+    )
     after = _evaluator(prefilter).evaluate(HONEST_QFT2)
     assert after.error is None and after.sandbox == {"missing": {}}, after.to_dict()
     assert after.reward == pytest.approx(honest.reward, abs=1e-12)
@@ -401,7 +556,8 @@ def test_the_virtualenv_is_outside_tmp():
     import sys
 
     assert not any(p.startswith(("/tmp/", "/var/tmp/")) for p in (sys.prefix, sys.base_prefix)), (
-        f"run the hostile corpus with the virtualenv outside /tmp (sys.prefix = {sys.prefix})")
+        f"run the hostile corpus with the virtualenv outside /tmp (sys.prefix = {sys.prefix})"
+    )
 
 
 def test_pool_survives_and_replaces_a_killed_worker(world):
@@ -417,22 +573,31 @@ def test_pool_survives_and_replaces_a_killed_worker(world):
     assert pool.size >= 1
 
 
-@pytest.mark.parametrize("command,startup,reason", [
-    (("{python}", "-c", "raise SystemExit('rubriq is not importable here')"), 60.0, "rubriq is not importable here"),
-    (("{python}", "-c", "import time; time.sleep(600)"), 2.0, "before the deadline"),
-], ids=["exits", "hangs"])
+@pytest.mark.parametrize(
+    "command,startup,reason",
+    [
+        (
+            ("{python}", "-c", "raise SystemExit('rubriq is not importable here')"),
+            60.0,
+            "rubriq is not importable here",
+        ),
+        (("{python}", "-c", "import time; time.sleep(600)"), 2.0, "before the deadline"),
+    ],
+    ids=["exits", "hangs"],
+)
 def test_a_worker_that_cannot_start_is_a_sandbox_error_within_the_budget(command, startup, reason):
     import sys
 
     from rubriq.extract.sandbox import pool as pool_module
 
-    broken = pool_module.SandboxPool(1, command=tuple(c.format(python=sys.executable) for c in command),
-                                     startup_timeout=startup)
+    broken = pool_module.SandboxPool(
+        1, command=tuple(c.format(python=sys.executable) for c in command), startup_timeout=startup
+    )
     saved = (pool_module._POOL, pool_module._POOL_PID)
     pool_module._POOL, pool_module._POOL_PID = broken, os.getpid()
     try:
         evaluator = _evaluator(True)
-        for attempt in range(2):   # the second answer comes at once (the pool remembers why)
+        for attempt in range(2):  # the second answer comes at once (the pool remembers why)
             start = time.monotonic()
             result = evaluator.evaluate("```python\n" + HEADER + f"qc = QuantumCircuit({attempt + 1})\nqc.h(0)\n```")
             elapsed = time.monotonic() - start
@@ -463,7 +628,7 @@ def test_the_parent_refuses_a_4gib_frame_header_without_waiting():
     os.close(r)
     os.close(w)
     r, w = os.pipe()
-    os.write(w, b"\x00\x00\x00\x10{")   # a frame that never completes: the deadline ends the wait
+    os.write(w, b"\x00\x00\x00\x10{")  # a frame that never completes: the deadline ends the wait
     with pytest.raises(FrameError, match="deadline"):
         read_frame(r, time.monotonic() + 0.5, max_bytes=1 << 20)
     assert time.monotonic() - start < 3
@@ -508,18 +673,45 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
             keep.setdefault(hidden, set()).add(str(Path(hidden) / Path(prefix).relative_to(hidden).parts[0]))
     for i, (hidden, insides) in enumerate(sorted(keep.items())):
         stashes = [f"{tmp_path}/stash{i}_{j}" for j in range(len(insides))]
-        script += [f"mkdir -p {s} && mount --bind {inside} {s}" for s, inside in zip(stashes, sorted(insides))]
+        script += [
+            f"mkdir -p {s} && mount --bind {inside} {s}" for s, inside in zip(stashes, sorted(insides), strict=True)
+        ]
         script.append(f"mount -t tmpfs -o mode=0755 tmpfs {hidden}")
-        script += [f"mkdir -p {inside} && mount --move {s} {inside}" for s, inside in zip(stashes, sorted(insides))]
-    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_hostile.py",
-                  "tests/test_seccomp.py", "-k", "not unprivileged"]
-    script.append("exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "
-                  + " ".join(f"'{a}'" for a in pytest_cmd))
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1",
-           "HF_HUB_OFFLINE": "1", "RUBRIQ_SHARED": os.environ.get("RUBRIQ_SHARED", "")}
+        script += [
+            f"mkdir -p {inside} && mount --move {s} {inside}"
+            for s, inside in zip(stashes, sorted(insides), strict=True)
+        ]
+    pytest_cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_hostile.py",
+        "tests/test_seccomp.py",
+        "-k",
+        "not unprivileged",
+    ]
+    script.append(
+        "exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "
+        + " ".join(f"'{a}'" for a in pytest_cmd)
+    )
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "HF_HUB_OFFLINE": "1",
+        "RUBRIQ_SHARED": os.environ.get("RUBRIQ_SHARED", ""),
+    }
     try:
-        proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script)],
-                              cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(script)],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     finally:
         shutil.rmtree(home, ignore_errors=True)
     tail = (proc.stdout + proc.stderr)[-3000:]
@@ -546,9 +738,11 @@ def test_the_evaluator_says_once_what_the_sandbox_lacks(monkeypatch, caplog):
 def test_a_result_that_grows_when_reencoded_is_an_overflow_of_its_own_job():
     """The child owns its result pipe: 900 KB of 'é' (2 bytes raw, 6 once re-encoded as JSON)
     must be that job's overflow, not a frame too large for the parent that breaks the worker."""
-    code = (HEADER + "import os\nw = max(int(f) for f in os.listdir('/proc/self/fd'))\n"
-            "os.write(w, ('{\"error\": \"' + '\\u00e9' * 450000 + '\"}\\n').encode())\n"
-            "os._exit(0)\n")
+    code = (
+        HEADER + "import os\nw = max(int(f) for f in os.listdir('/proc/self/fd'))\n"
+        "os.write(w, ('{\"error\": \"' + '\\u00e9' * 450000 + '\"}\\n').encode())\n"
+        "os._exit(0)\n"
+    )
     cfg = RubricConfig(extraction=ExtractionConfig(python_timeout_s=PY_TIMEOUT, python_prefilter=False))
     ev = RubriQEvaluator(target_algorithm="qft", num_qubits=2, config=cfg)
     result = ev.evaluate("```python\n" + code + "```")

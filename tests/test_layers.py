@@ -19,12 +19,12 @@ PACKAGE = ROOT / "rubriq"
 
 LAYERS = [
     {"circuit", "config", "budget", "progress", "cache", "tables"},  # the core: gates, facts, backends; utilities
-    {"extract", "sim", "targets", "rubric"},              # text -> circuit, fidelity, targets, dimensions
-    {"evaluator"},                                        # the public scoring API
-    {"data", "baselines"},                                # datasets, compiler baselines
-    {"training", "evaluation", "hardware"},               # TRL glue, metrics/reports, devices
-    {"studies", "app"},                                   # experiments and the app over the layers below
-    {"cli"},                                              # the command line
+    {"extract", "sim", "targets", "rubric"},  # text -> circuit, fidelity, targets, dimensions
+    {"evaluator"},  # the public scoring API
+    {"data", "baselines"},  # datasets, compiler baselines
+    {"training", "evaluation", "hardware"},  # TRL glue, metrics/reports, devices
+    {"studies", "app"},  # experiments and the app over the layers below
+    {"cli"},  # the command line
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
 
@@ -61,9 +61,11 @@ def test_every_package_has_a_layer():
 
 
 def test_no_package_imports_a_layer_above_it():
-    upward = [f"{file}: {pkg} (layer {LAYER_OF[pkg]}) imports {target} (layer {LAYER_OF[target]})"
-              for file, pkg, target in imports()
-              if target in LAYER_OF and pkg in LAYER_OF and LAYER_OF[target] > LAYER_OF[pkg]]
+    upward = [
+        f"{file}: {pkg} (layer {LAYER_OF[pkg]}) imports {target} (layer {LAYER_OF[target]})"
+        for file, pkg, target in imports()
+        if target in LAYER_OF and pkg in LAYER_OF and LAYER_OF[target] > LAYER_OF[pkg]
+    ]
     assert not upward, "\n".join(upward)
 
 
@@ -76,17 +78,23 @@ def _definitions(pattern: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("concept,pattern", [
-    ("is_correct (F_avg >= the correctness threshold)", r"\s*def is_correct\b"),
-    ("compression C = T0/T", r"\s*def compression\b"),
-    ("the dimension names", r".*\(\s*\"clifford\",\s*\"tcount\",\s*\"hardware\",\s*\"fidelity\",\s*\"efficiency\"\s*\)"),
-    ("the stripped (non-unitary) instructions", r".*\{\s*\"measure\",\s*\"reset\""),
-    ("the LRU cache", r".*popitem\(last=False\)"),
-    ("the canonical-ops cap of trusted circuits", r"\s*TRUSTED_MAX_GATES\s*=|.*max_gates=10\*\*"),
-    ("markdown tables", r'.*(\|---\||"---\||"---:")'),
-    ("number formatting", r"\s*def (fmt|_fmt|_f|format_number|format_ci)\b|.*fmt = lambda"),
-    ("Qiskit's standard-gate table", r".*get_standard_gate_name_mapping\(\)"),
-])
+@pytest.mark.parametrize(
+    "concept,pattern",
+    [
+        ("is_correct (F_avg >= the correctness threshold)", r"\s*def is_correct\b"),
+        ("compression C = T0/T", r"\s*def compression\b"),
+        (
+            "the dimension names",
+            r".*\(\s*\"clifford\",\s*\"tcount\",\s*\"hardware\",\s*\"fidelity\",\s*\"efficiency\"\s*\)",
+        ),
+        ("the stripped (non-unitary) instructions", r".*\{\s*\"measure\",\s*\"reset\""),
+        ("the LRU cache", r".*popitem\(last=False\)"),
+        ("the canonical-ops cap of trusted circuits", r"\s*TRUSTED_MAX_GATES\s*=|.*max_gates=10\*\*"),
+        ("markdown tables", r'.*(\|---\||"---\||"---:")'),
+        ("number formatting", r"\s*def (fmt|_fmt|_f|format_number|format_ci)\b|.*fmt = lambda"),
+        ("Qiskit's standard-gate table", r".*get_standard_gate_name_mapping\(\)"),
+    ],
+)
 def test_each_concept_is_defined_once(concept, pattern):
     found = _definitions(pattern)
     files = {place.rsplit(":", 1)[0] for place in found}

@@ -7,13 +7,22 @@ from rubriq.evaluator.result import is_correct
 
 
 def res(f=1.0, t=2, reward=0.8, parsed=True, fits=True, scores=None):
-    return {"parsed": parsed, "average_fidelity": f if parsed else None, "t_count": t if parsed else None,
-            "reward": reward if parsed else 0.0, "strategy": "direct_qasm" if parsed else None,
-            "error_type": None if parsed else "parse", "best_backend": "b" if parsed else None,
-            "hardware": {"b": {"fits_qubits": True, "fits_depth": fits}} if parsed else {},
-            "scores": scores or ({"clifford": 0.5, "tcount": 0.5, "hardware": 1.0, "fidelity": f, "efficiency": 0.5}
-                                 if parsed else dict.fromkeys(("clifford", "tcount", "hardware", "fidelity",
-                                                               "efficiency"), 0.0))}
+    return {
+        "parsed": parsed,
+        "average_fidelity": f if parsed else None,
+        "t_count": t if parsed else None,
+        "reward": reward if parsed else 0.0,
+        "strategy": "direct_qasm" if parsed else None,
+        "error_type": None if parsed else "parse",
+        "best_backend": "b" if parsed else None,
+        "hardware": {"b": {"fits_qubits": True, "fits_depth": fits}} if parsed else {},
+        "scores": scores
+        or (
+            {"clifford": 0.5, "tcount": 0.5, "hardware": 1.0, "fidelity": f, "efficiency": 0.5}
+            if parsed
+            else dict.fromkeys(("clifford", "tcount", "hardware", "fidelity", "efficiency"), 0.0)
+        ),
+    }
 
 
 def test_a_wrong_circuit_with_low_t_count_does_not_raise_compression():
@@ -45,8 +54,9 @@ def test_parse_rate_violations_strategy_mix_and_dimension_means():
 
 
 def test_pass_at_k_per_prompt():
-    recs = [{"prompt_id": "a", "result": res(f=f)} for f in (1.0, 0.2, 0.2, 0.2)] + \
-           [{"prompt_id": "b", "result": res(f=0.1)} for _ in range(4)]
+    recs = [{"prompt_id": "a", "result": res(f=f)} for f in (1.0, 0.2, 0.2, 0.2)] + [
+        {"prompt_id": "b", "result": res(f=0.1)} for _ in range(4)
+    ]
     s = summarize(recs, ks=(1, 2))
     assert s["pass@1"] == pytest.approx((0.25 + 0.0) / 2)
     assert s["pass@2"] == pytest.approx((1 - 3 / 6 + 0.0) / 2)  # 1 - C(3,2)/C(4,2) = 0.5

@@ -25,8 +25,9 @@ def test_embedded_gguf_is_shipped_by_the_package():
 
 def test_real_tokenizer_and_chat_template(tokenizer):
     assert len(tokenizer) == 49152
-    text = tokenizer.apply_chat_template([{"role": "user", "content": "qreg q[2];"}], tokenize=False,
-                                         add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "qreg q[2];"}], tokenize=False, add_generation_prompt=True
+    )
     assert "qreg q[2];" in text and text.rstrip().endswith("assistant")
     ids = tokenizer("h q[0];")["input_ids"]
     assert tokenizer.decode(ids) == "h q[0];"
@@ -42,7 +43,7 @@ def test_tiny_model_generates_with_the_real_tokenizer(tokenizer):
         out = model.generate(**enc, max_new_tokens=5, do_sample=False, pad_token_id=model.config.pad_token_id)
     assert out.shape[1] == enc["input_ids"].shape[1] + 5
     again = tiny_model(tokenizer)
-    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), again.parameters()))  # seeded
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), again.parameters(), strict=True))  # seeded
 
 
 def test_unknown_model_is_a_clear_error(tmp_path):

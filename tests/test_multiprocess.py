@@ -18,9 +18,18 @@ from typer.testing import CliRunner
 pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
-SMALL = {"qft_sizes": [2], "qpe_sizes": [], "hamiltonian_sizes": [], "encoding_sizes": [2], "encoding_seeds": [0, 1],
-         "encodings": ["basis_encoding", "angle_encoding"], "formats": ["qasm2"], "prompt_style": "compact",
-         "held_out": {}, "fractions": [0.0, 0.25]}
+SMALL = {
+    "qft_sizes": [2],
+    "qpe_sizes": [],
+    "hamiltonian_sizes": [],
+    "encoding_sizes": [2],
+    "encoding_seeds": [0, 1],
+    "encodings": ["basis_encoding", "angle_encoding"],
+    "formats": ["qasm2"],
+    "prompt_style": "compact",
+    "held_out": {},
+    "fractions": [0.0, 0.25],
+}
 CPU = {"use_cpu": True, "bf16": False, "gradient_checkpointing": False}
 
 
@@ -33,13 +42,26 @@ def _free_port() -> int:
 def _launch(config: Path, *extra: str) -> None:
     from rubriq.cli import app
 
-    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "OMP_NUM_THREADS": "1"}
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", "OMP_NUM_THREADS": "1"}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        result = CliRunner().invoke(app, ["train", "run", str(config), "--launcher", "accelerate", "--num-processes",
-                                          "2", "--cpu", "--main-process-port", str(_free_port()), *extra])
+        result = CliRunner().invoke(
+            app,
+            [
+                "train",
+                "run",
+                str(config),
+                "--launcher",
+                "accelerate",
+                "--num-processes",
+                "2",
+                "--cpu",
+                "--main-process-port",
+                str(_free_port()),
+                *extra,
+            ],
+        )
     finally:
         for k, v in old.items():
             if v is None:
@@ -50,9 +72,13 @@ def _launch(config: Path, *extra: str) -> None:
 
 
 def _config(tmp_path: Path, **sections) -> Path:
-    config = {"output_dir": str(tmp_path / "run"), "model": {"name_or_path": "embedded", "tiny": True},
-              "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-              "data": {"dataset": str(tmp_path / "data"), "build": SMALL}, **sections}
+    config = {
+        "output_dir": str(tmp_path / "run"),
+        "model": {"name_or_path": "embedded", "tiny": True},
+        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+        "data": {"dataset": str(tmp_path / "data"), "build": SMALL},
+        **sections,
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -68,9 +94,19 @@ def cache(tmp_path_factory):
 
 
 def test_grpo_in_two_processes_scores_on_both_ranks_checkpoints_and_resumes(tmp_path):
-    config = _config(tmp_path, grpo={"per_device_train_batch_size": 4, "num_generations": 4,
-                                     "max_completion_length": 6, "max_steps": 2, "save_steps": 1, "logging_steps": 1,
-                                     "report_to": [], **CPU})
+    config = _config(
+        tmp_path,
+        grpo={
+            "per_device_train_batch_size": 4,
+            "num_generations": 4,
+            "max_completion_length": 6,
+            "max_steps": 2,
+            "save_steps": 1,
+            "logging_steps": 1,
+            "report_to": [],
+            **CPU,
+        },
+    )
     _launch(config)
     run = tmp_path / "run"
     info = json.loads((run / "run_info.json").read_text())
@@ -82,25 +118,38 @@ def test_grpo_in_two_processes_scores_on_both_ranks_checkpoints_and_resumes(tmp_
     # rank 0 built the dataset once (written under a temporary name, then renamed)
     assert (tmp_path / "data" / "train.jsonl").is_file() and not (tmp_path / "data.tmp").exists()
     assert {p.name for p in run.glob("checkpoint-*")} == {"checkpoint-1", "checkpoint-2"}
-    steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()
-             if "reward" in json.loads(x)]
-    assert steps == [1, 2]   # rank 0 alone logs
+    steps = [
+        json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines() if "reward" in json.loads(x)
+    ]
+    assert steps == [1, 2]  # rank 0 alone logs
     _launch(config, "--resume", "--max-steps", "3")
     state = json.loads((run / "checkpoint-3" / "trainer_state.json").read_text())
     assert state["global_step"] == 3
-    steps = [json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines()
-             if "reward" in json.loads(x)]
+    steps = [
+        json.loads(x)["step"] for x in (run / "metrics.jsonl").read_text().splitlines() if "reward" in json.loads(x)
+    ]
     assert steps == [1, 2, 3]
 
 
 def test_sparse_ppo_in_two_processes(tmp_path):
-    config = _config(tmp_path, algorithm="ppo", reward={"kind": "sparse_inverse_t"},
-                     ppo={"batch_size": 2, "mini_batch_size": 1, "ppo_epochs": 1, "max_new_tokens": 6,
-                          "max_steps": 2, "save_steps": 1, "tensorboard": False})
+    config = _config(
+        tmp_path,
+        algorithm="ppo",
+        reward={"kind": "sparse_inverse_t"},
+        ppo={
+            "batch_size": 2,
+            "mini_batch_size": 1,
+            "ppo_epochs": 1,
+            "max_new_tokens": 6,
+            "max_steps": 2,
+            "save_steps": 1,
+            "tensorboard": False,
+        },
+    )
     _launch(config)
     run = tmp_path / "run"
     stats = _stats(run)
-    assert stats[0]["requests"] == stats[1]["requests"] == 2 * 2    # 2 steps x 2 prompts, one reward function
+    assert stats[0]["requests"] == stats[1]["requests"] == 2 * 2  # 2 steps x 2 prompts, one reward function
     assert (run / "checkpoint-2" / "ppo_state.pt").is_file() and (run / "final" / "adapter_model.safetensors").is_file()
     _launch(config, "--resume", "--max-steps", "3")
     assert json.loads((run / "checkpoint-3" / "trainer_state.json").read_text())["global_step"] == 3
@@ -114,7 +163,7 @@ def _average(rank: int, world: int, port: int, out: str) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     p = torch.nn.Parameter(torch.zeros(3))
     p.grad = torch.full((3,), float(rank + 1))
-    q = torch.nn.Parameter(torch.zeros(2))   # no gradient on this rank: counts as zero
+    q = torch.nn.Parameter(torch.zeros(2))  # no gradient on this rank: counts as zero
     if rank == 0:
         q.grad = torch.ones(2) * 4
     average_gradients([p, q])

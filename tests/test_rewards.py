@@ -11,8 +11,7 @@ from rubriq.training.rewards import RubricRewards, completion_text, sparse_rewar
 
 QFT2 = json.dumps({"algorithm": "qft", "num_qubits": 2, "inverse": False, "do_swaps": True}, sort_keys=True)
 BASIS = json.dumps({"algorithm": "basis_encoding", "num_qubits": 2, "value": 3}, sort_keys=True)
-GOOD_QFT2 = ('OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; h q[1]; cp(pi/2) q[1],q[0]; h q[0]; '
-             "swap q[0],q[1];")
+GOOD_QFT2 = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; h q[1]; cp(pi/2) q[1],q[0]; h q[0]; swap q[0],q[1];'
 GOOD_BASIS = '```qasm\nOPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nx q[0];\nx q[1];\n```'
 
 
@@ -28,7 +27,7 @@ def test_dimension_functions_match_the_evaluator_and_share_one_evaluation():
         assert vals[0] == pytest.approx(direct.scores[name]) and vals[3] == vals[0]
         assert vals[1] == 0.0  # parse failure: zero on every dimension
     assert values["fidelity"][2] == pytest.approx(1.0)  # basis state |11>
-    total = sum(w * values[f.__name__][0] for w, f in zip(rewards.weights(), rewards.functions()))
+    total = sum(w * values[f.__name__][0] for w, f in zip(rewards.weights(), rewards.functions(), strict=True))
     assert total == pytest.approx(direct.reward)
 
 
@@ -48,8 +47,11 @@ def test_sparse_reward_is_inverse_t_for_correct_circuits_only():
     sparse = sparse_reward(rewards)
     # QFT-2 textbook: T = 3 (cp(pi/2) -> three pi/4 phases); correct -> 1/3. Garbage -> 0.
     # Basis encoding with X gates: T = 0 -> 1.0.
-    assert sparse(completions=[GOOD_QFT2, "garbage", GOOD_BASIS], target=[QFT2, QFT2, BASIS]) == \
-        [pytest.approx(1 / 3), 0.0, 1.0]
+    assert sparse(completions=[GOOD_QFT2, "garbage", GOOD_BASIS], target=[QFT2, QFT2, BASIS]) == [
+        pytest.approx(1 / 3),
+        0.0,
+        1.0,
+    ]
     wrong = GOOD_QFT2.replace("swap q[0],q[1];", "")
     assert sparse_reward(rewards, "correct")(completions=[wrong], target=[QFT2]) == [0.0]
 

@@ -64,7 +64,8 @@ def test_a_restructured_rewrite_is_certified_and_agrees_with_qiskit_operator(sui
         rewrite = transpile(original, basis_gates=CLIFFORD_T_BASIS, optimization_level=2, seed_transpiler=1)
         assert Operator(original).equiv(Operator(rewrite))
         result = RubriQEvaluator(target_algorithm="circuit", target_qasm=qasm2.dumps(original)).evaluate(
-            qasm2.dumps(rewrite))
+            qasm2.dumps(rewrite)
+        )
         assert result.fidelity_verdict == "equivalent" and result.process_fidelity == 1.0, name
 
 

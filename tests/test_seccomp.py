@@ -48,7 +48,7 @@ qc.x(0)
 """
     circuit = _run(code)
     assert circuit.count_ops() == {"x": 1}
-    assert len(allowed) < 100   # an allow-list, not a deny-list
+    assert len(allowed) < 100  # an allow-list, not a deny-list
 
 
 CONDITIONAL = {
@@ -56,7 +56,7 @@ CONDITIONAL = {
     "openat for writing": ("call(257, -100, ctypes.c_char_p(b'/etc/hostname'), os.O_WRONLY)", errno.EPERM),
     "openat creating": ("call(257, -100, ctypes.c_char_p(b'/tmp/x'), os.O_RDONLY | os.O_CREAT, 0o644)", errno.EPERM),
     "openat read-only": ("call(257, -100, ctypes.c_char_p(b'/etc/hostname'), os.O_RDONLY)", 0),
-    "clone a process": ("call(56, 17, 0, 0, 0, 0)", errno.EPERM),                # SIGCHLD, no CLONE_THREAD
+    "clone a process": ("call(56, 17, 0, 0, 0, 0)", errno.EPERM),  # SIGCHLD, no CLONE_THREAD
     "clone3": ("call(435, 0, 0)", errno.ENOSYS),
     "openat2": ("call(437, -100, 0, 0, 0)", errno.ENOSYS),
     "kill init": ("call(62, 1, 0)", errno.EPERM),

@@ -11,22 +11,47 @@ from typer.testing import CliRunner
 
 pytest.importorskip("trl")
 
-SMALL = {"qft_sizes": [2], "qpe_sizes": [], "hamiltonian_sizes": [], "encoding_sizes": [2], "encoding_seeds": [0, 1],
-         "encodings": ["basis_encoding", "angle_encoding"], "formats": ["qasm2"], "prompt_style": "compact",
-         "held_out": {}, "fractions": [0.0, 0.4]}
+SMALL = {
+    "qft_sizes": [2],
+    "qpe_sizes": [],
+    "hamiltonian_sizes": [],
+    "encoding_sizes": [2],
+    "encoding_seeds": [0, 1],
+    "encodings": ["basis_encoding", "angle_encoding"],
+    "formats": ["qasm2"],
+    "prompt_style": "compact",
+    "held_out": {},
+    "fractions": [0.0, 0.4],
+}
 CPU = {"use_cpu": True, "bf16": False, "gradient_checkpointing": False}
 
 
 def _configs(tmp_path, arms):
-    train = {"model": {"name_or_path": "embedded", "tiny": True},
-             "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-             "data": {"build": SMALL},
-             "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
-             "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6,
-                      "temperature": 1.0, **CPU}}
+    train = {
+        "model": {"name_or_path": "embedded", "tiny": True},
+        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+        "data": {"build": SMALL},
+        "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
+        "grpo": {
+            "per_device_train_batch_size": 4,
+            "num_generations": 2,
+            "max_completion_length": 6,
+            "temperature": 1.0,
+            **CPU,
+        },
+    }
     (tmp_path / "train.yaml").write_text(yaml.safe_dump(train))
-    study = {"train_config": "train.yaml", "output_dir": str(tmp_path / "out"), "arms": arms, "seeds": [0, 1],
-             "steps": 2, "eval_every": 1, "samples": 2, "batch_size": 8, "target_correct_rate": 0.5}
+    study = {
+        "train_config": "train.yaml",
+        "output_dir": str(tmp_path / "out"),
+        "arms": arms,
+        "seeds": [0, 1],
+        "steps": 2,
+        "eval_every": 1,
+        "samples": 2,
+        "batch_size": 8,
+        "target_correct_rate": 0.5,
+    }
     (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
     return tmp_path / "study.yaml"
 
@@ -53,11 +78,14 @@ def test_study_runs_every_arm_seed_and_writes_summary_and_plots(study_run):
     rows = list(csv.DictReader(open(out / "per_step.csv")))
     # 2 arms x 2 seeds x evaluations at steps 0, 1, 2
     assert sorted((r["arm"], r["seed"], r["step"]) for r in rows) == sorted(
-        (a, str(s), str(t)) for a in ("rubric", "none") for s in (0, 1) for t in (0, 1, 2))
+        (a, str(s), str(t)) for a in ("rubric", "none") for s in (0, 1) for t in (0, 1, 2)
+    )
     summary = json.loads((out / "summary.json").read_text())
     held_out = [json.loads(x) for x in (out / "data" / "test.jsonl").read_text().splitlines()]
     train = [json.loads(x) for x in (out / "data" / "train.jsonl").read_text().splitlines()]
-    assert summary["eval_prompts"] == len(held_out) and not {r["target"] for r in held_out} & {r["target"] for r in train}
+    assert summary["eval_prompts"] == len(held_out) and not {r["target"] for r in held_out} & {
+        r["target"] for r in train
+    }
     # step 0 is the shared SFT policy: equal for both arms of a seed
     for seed in ("0", "1"):
         at0 = [r for r in rows if r["seed"] == seed and r["step"] == "0"]
@@ -66,10 +94,12 @@ def test_study_runs_every_arm_seed_and_writes_summary_and_plots(study_run):
     rubric = [json.loads(x) for x in (out / "arms" / "rubric" / "seed0" / "metrics.jsonl").read_text().splitlines()]
     assert any("frac_reward_zero_std" in r for r in rubric) and any("wrong_rewarded_rate" in r for r in rubric)
     done = json.loads((out / "arms" / "rubric" / "seed0" / "done.json").read_text())
-    assert 0 < done["simulations"] <= 2 * 4          # 2 steps x 4 completions, distinct texts only
+    assert 0 < done["simulations"] <= 2 * 4  # 2 steps x 4 completions, distinct texts only
     assert json.loads((out / "arms" / "none" / "seed0" / "done.json").read_text())["simulations"] == 0
     # every held-out evaluation scored k = 2 samples per held-out prompt
-    records = [json.loads(x) for x in (out / "arms" / "rubric" / "seed1" / "records_step2.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(x) for x in (out / "arms" / "rubric" / "seed1" / "records_step2.jsonl").read_text().splitlines()
+    ]
     assert len(records) == 2 * len(held_out) and {r["sample"] for r in records} == {0, 1}
     assert "| rubric - none |" in (out / "summary.md").read_text()
 
@@ -80,7 +110,7 @@ def test_study_resumes_without_redoing_finished_arm_seeds(study_run):
     tmp, config = study_run
     done = tmp / "out" / "arms" / "rubric" / "seed0" / "done.json"
     before = done.stat().st_mtime_ns
-    (tmp / "out" / "arms" / "none" / "seed1" / "done.json").unlink()   # as if stopped during it
+    (tmp / "out" / "arms" / "none" / "seed1" / "done.json").unlink()  # as if stopped during it
     result = CliRunner().invoke(app, ["study", "convergence", str(config)])
     assert result.exit_code == 0, result.output
     assert done.stat().st_mtime_ns == before
@@ -102,18 +132,40 @@ def test_unknown_arm_and_bad_settings_are_clear_errors(tmp_path):
 
 
 def test_aggregate_means_intervals_time_to_target_and_paired_differences():
-    from rubriq.studies.convergence import StudySettings, aggregate
+    from rubriq.studies.convergence import ArmSettings, StudySettings, aggregate
 
-    from rubriq.studies.convergence import ArmSettings
-
-    study = StudySettings(train_config="x.yaml", arms={"rubric": ArmSettings(), "none": ArmSettings(reward="none")},
-                          seeds=(0, 1, 2), steps=10, eval_every=10, target_correct_rate=0.5)
-    base = {"mean_reward": 0.5, "pass@k": 0.5, "mean_t_correct": 3.0, "wrong_rewarded_rate": 0.0,
-            "trivial_rate": 0.0, "parse_rate": 1.0, "mean_fidelity": 0.9, "arm_seconds": 60.0, "train/reward": 0.4}
-    correct = {("rubric", 0): (0.2, 0.6), ("rubric", 1): (0.3, 0.4), ("rubric", 2): (0.1, 0.8),
-               ("none", 0): (0.2, 0.2), ("none", 1): (0.3, 0.3), ("none", 2): (0.1, 0.1)}
-    rows = [{**base, "arm": a, "seed": s, "step": step, "correct_rate": c[i], "simulations": 40 * step}
-            for (a, s), c in correct.items() for i, step in enumerate((0, 10))]
+    study = StudySettings(
+        train_config="x.yaml",
+        arms={"rubric": ArmSettings(), "none": ArmSettings(reward="none")},
+        seeds=(0, 1, 2),
+        steps=10,
+        eval_every=10,
+        target_correct_rate=0.5,
+    )
+    base = {
+        "mean_reward": 0.5,
+        "pass@k": 0.5,
+        "mean_t_correct": 3.0,
+        "wrong_rewarded_rate": 0.0,
+        "trivial_rate": 0.0,
+        "parse_rate": 1.0,
+        "mean_fidelity": 0.9,
+        "arm_seconds": 60.0,
+        "train/reward": 0.4,
+    }
+    correct = {
+        ("rubric", 0): (0.2, 0.6),
+        ("rubric", 1): (0.3, 0.4),
+        ("rubric", 2): (0.1, 0.8),
+        ("none", 0): (0.2, 0.2),
+        ("none", 1): (0.3, 0.3),
+        ("none", 2): (0.1, 0.1),
+    }
+    rows = [
+        {**base, "arm": a, "seed": s, "step": step, "correct_rate": c[i], "simulations": 40 * step}
+        for (a, s), c in correct.items()
+        for i, step in enumerate((0, 10))
+    ]
     agg = aggregate(rows, study)
     m, lo, hi = agg["arms"]["rubric"]["per_step"][10]["correct_rate"]
     assert m == pytest.approx(0.6)
@@ -131,13 +183,22 @@ def test_quickstart_reports_sampled_held_out_metrics_with_intervals(tmp_path, mo
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
     from rubriq.training.quickstart import run
 
-    config = {"model": {"name_or_path": "embedded", "tiny": True},
-              "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-              "data": {"build": SMALL},
-              "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
-              "evaluation": {"samples": 2, "temperature": 1.0, "max_new_tokens": 6, "batch_size": 8},
-              "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6,
-                       "max_steps": 2, "logging_steps": 1, "save_strategy": "no", **CPU}}
+    config = {
+        "model": {"name_or_path": "embedded", "tiny": True},
+        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+        "data": {"build": SMALL},
+        "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
+        "evaluation": {"samples": 2, "temperature": 1.0, "max_new_tokens": 6, "batch_size": 8},
+        "grpo": {
+            "per_device_train_batch_size": 4,
+            "num_generations": 2,
+            "max_completion_length": 6,
+            "max_steps": 2,
+            "logging_steps": 1,
+            "save_strategy": "no",
+            **CPU,
+        },
+    }
     (tmp_path / "q.yaml").write_text(yaml.safe_dump(config))
     report = run(tmp_path / "q.yaml", tmp_path / "out")
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
@@ -149,4 +210,7 @@ def test_quickstart_reports_sampled_held_out_metrics_with_intervals(tmp_path, mo
     text = report.read_text()
     assert "2 completions sampled per prompt at temperature 1.0" in text and "Paired per-prompt differences" in text
     # a random tiny model never gets a circuit right: no effect, and the report says so
-    assert "GRPO had no measurable effect" in text or summary["differences"]["after SFT -> after GRPO"]["correct"][1] is None
+    assert (
+        "GRPO had no measurable effect" in text
+        or summary["differences"]["after SFT -> after GRPO"]["correct"][1] is None
+    )

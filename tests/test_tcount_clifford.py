@@ -7,11 +7,11 @@ import pytest
 from qiskit import QuantumCircuit
 from qiskit.circuit import Gate
 
+from rubriq.circuit.facts import CircuitFacts
+from rubriq.circuit.gates import Op, canonical_ops
 from rubriq.extract.qasm import QASMLimits, load_qasm
 from rubriq.rubric import clifford, tcount
 from rubriq.rubric.base import ScoringContext
-from rubriq.circuit.facts import CircuitFacts
-from rubriq.circuit.gates import Op, canonical_ops
 from rubriq.rubric.tcount import gate_t_cost, rotation_t_cost, t_count
 from tests.conftest import qasm2
 
@@ -20,22 +20,25 @@ def tc(body: str, n: int = 3) -> int:
     return CircuitFacts.from_qasm(qasm2(body, n)).ops and t_count(CircuitFacts.from_qasm(qasm2(body, n)).ops)
 
 
-@pytest.mark.parametrize("body,expected", [
-    ("ccx q[0],q[1],q[2];", 7),
-    ("cswap q[0],q[1],q[2];", 7),
-    ("rz(pi/4) q[0];", 1),
-    ("rz(-3*pi/4) q[0];", 1),
-    ("rz(pi/2) q[0];", 0),
-    ("rz(0) q[0];", 0),
-    ("rx(pi) q[0];", 0),
-    ("rz(0.3) q[0];", 102),
-    ("t q[0]; tdg q[1];", 2),
-    ("h q[0]; s q[0]; cx q[0],q[1]; swap q[1],q[2];", 0),
-    ("cp(pi/2) q[0],q[1];", 3),   # = p(pi/4) cx p(-pi/4) cx p(pi/4)
-    ("u3(pi/2,0,pi) q[0];", 0),   # = H up to phase
-    ("u3(0.3,pi/4,pi/2) q[0];", 103),  # rz(pi/2) ry(0.3) rz(pi/4)
-    ("crz(pi/2) q[0],q[1];", 2),  # rz(pi/4) cx rz(-pi/4) cx
-])
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        ("ccx q[0],q[1],q[2];", 7),
+        ("cswap q[0],q[1],q[2];", 7),
+        ("rz(pi/4) q[0];", 1),
+        ("rz(-3*pi/4) q[0];", 1),
+        ("rz(pi/2) q[0];", 0),
+        ("rz(0) q[0];", 0),
+        ("rx(pi) q[0];", 0),
+        ("rz(0.3) q[0];", 102),
+        ("t q[0]; tdg q[1];", 2),
+        ("h q[0]; s q[0]; cx q[0],q[1]; swap q[1],q[2];", 0),
+        ("cp(pi/2) q[0],q[1];", 3),  # = p(pi/4) cx p(-pi/4) cx p(pi/4)
+        ("u3(pi/2,0,pi) q[0];", 0),  # = H up to phase
+        ("u3(0.3,pi/4,pi/2) q[0];", 103),  # rz(pi/2) ry(0.3) rz(pi/4)
+        ("crz(pi/2) q[0],q[1];", 2),  # rz(pi/4) cx rz(-pi/4) cx
+    ],
+)
 def test_t_count_per_gate(body, expected):
     assert tc(body) == expected
 
@@ -86,7 +89,8 @@ def test_clifford_fraction_hand_count():
 def test_measurements_and_barriers_do_not_count():
     facts = CircuitFacts.from_qasm(
         'OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; creg c[2]; h q[0]; barrier q; '
-        "measure q[0] -> c[0]; reset q[1]; t q[1];")
+        "measure q[0] -> c[0]; reset q[1]; t q[1];"
+    )
     assert [op.name for op in facts.ops] == ["h", "t"]
     assert facts.num_gates == 2
 

@@ -47,9 +47,19 @@ def test_two_steps_then_resume(tmp_path, monkeypatch):
         "model": {"name_or_path": "embedded", "tiny": True},
         "lora": {"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"]},
         "data": {"dataset": str(tmp_path / "data" / "prompts"), "max_rows": 8},
-        "grpo": {"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8,
-                 "max_steps": 2, "save_steps": 1, "logging_steps": 1, "use_cpu": True, "bf16": False, "gradient_checkpointing": False, "learning_rate": 1e-4,
-                 "seed": 42},
+        "grpo": {
+            "per_device_train_batch_size": 4,
+            "num_generations": 4,
+            "max_completion_length": 8,
+            "max_steps": 2,
+            "save_steps": 1,
+            "logging_steps": 1,
+            "use_cpu": True,
+            "bf16": False,
+            "gradient_checkpointing": False,
+            "learning_rate": 1e-4,
+            "seed": 42,
+        },
     }
     path = tmp_path / "train.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -81,17 +91,33 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     build_all(tmp_path / "data", small=True, collections=())
     out = tmp_path / "run"
     config = {
-        "output_dir": str(out), "model": {"name_or_path": "embedded", "tiny": True},
+        "output_dir": str(out),
+        "model": {"name_or_path": "embedded", "tiny": True},
         "lora": {"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"]},
         "data": {"dataset": str(tmp_path / "data" / "prompts"), "max_rows": 8},
-        "grpo": {"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 8, "max_steps": 40,
-                 "save_steps": 1, "logging_steps": 1, "use_cpu": True, "bf16": False, "gradient_checkpointing": False, "seed": 42},
+        "grpo": {
+            "per_device_train_batch_size": 4,
+            "num_generations": 4,
+            "max_completion_length": 8,
+            "max_steps": 40,
+            "save_steps": 1,
+            "logging_steps": 1,
+            "use_cpu": True,
+            "bf16": False,
+            "gradient_checkpointing": False,
+            "seed": 42,
+        },
     }
     path = tmp_path / "train.yaml"
     path.write_text(yaml.safe_dump(config))
     script = Path(__file__).resolve().parents[1] / "rubriq" / "training" / "train_rubriq.py"
-    proc = subprocess.Popen([sys.executable, str(script), "--rubriq_config", str(path)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--rubriq_config", str(path)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 240
     while not (out / "checkpoint-2" / "trainer_state.json").exists():
         assert proc.poll() is None and time.monotonic() < deadline, "training did not reach checkpoint 2"

@@ -21,10 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPER_W = {"clifford": 0.20, "tcount": 0.15, "hardware": 0.15, "fidelity": 0.40, "efficiency": 0.10}
 
 
-@pytest.mark.parametrize("path", sorted(p for p in (ROOT / "configs").rglob("*.yaml") if p.name != "rubric_default.yaml"),
-                         ids=lambda p: p.name)  # rubric_default.yaml is a RubricConfig: tested in test_evaluator
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in (ROOT / "configs").rglob("*.yaml") if p.name != "rubric_default.yaml"),
+    ids=lambda p: p.name,
+)  # rubric_default.yaml is a RubricConfig: tested in test_evaluator
 def test_every_shipped_config_loads(path):
-    if "train_config" in (yaml.safe_load(path.read_text()) or {}):   # a study (configs/studies/)
+    if "train_config" in (yaml.safe_load(path.read_text()) or {}):  # a study (configs/studies/)
         from rubriq.studies.convergence import StudySettings
 
         study = StudySettings.from_yaml(path)
@@ -87,8 +90,9 @@ def test_committed_variants_are_exactly_what_the_generator_writes(tmp_path):
     committed = ROOT / "configs" / "variants"
     assert sorted(p.name for p in committed.glob("*.yaml")) == sorted(p.name for p in written)
     for p in written:
-        assert yaml.safe_load(p.read_text()) | {"base": None} == \
-            yaml.safe_load((committed / p.name).read_text()) | {"base": None}
+        assert yaml.safe_load(p.read_text()) | {"base": None} == yaml.safe_load((committed / p.name).read_text()) | {
+            "base": None
+        }
         s = TrainSettings.from_yaml(committed / p.name)
         assert s.lora.r == 64  # the base chain resolves from the committed location
     s = TrainSettings.from_yaml(committed / "no_w_T.yaml")
@@ -96,13 +100,25 @@ def test_committed_variants_are_exactly_what_the_generator_writes(tmp_path):
 
 
 def test_launcher_builds_the_papers_commands():
-    cmd = launch_command("configs/rubriq_grpo.yaml", LaunchSettings("accelerate", num_processes=4),
-                         script="rubriq/training/train_rubriq.py")
-    assert cmd == ["accelerate", "launch", "--num_processes", "4", "rubriq/training/train_rubriq.py",
-                   "--rubriq_config", "configs/rubriq_grpo.yaml"]
-    multi = launch_command("c.yaml", LaunchSettings("accelerate", 8, 2, 1, "nid001",
-                                                    accelerate_config="configs/accelerate/deepspeed_zero2.yaml"),
-                           resume=True)
+    cmd = launch_command(
+        "configs/rubriq_grpo.yaml",
+        LaunchSettings("accelerate", num_processes=4),
+        script="rubriq/training/train_rubriq.py",
+    )
+    assert cmd == [
+        "accelerate",
+        "launch",
+        "--num_processes",
+        "4",
+        "rubriq/training/train_rubriq.py",
+        "--rubriq_config",
+        "configs/rubriq_grpo.yaml",
+    ]
+    multi = launch_command(
+        "c.yaml",
+        LaunchSettings("accelerate", 8, 2, 1, "nid001", accelerate_config="configs/accelerate/deepspeed_zero2.yaml"),
+        resume=True,
+    )
     assert multi[:4] == ["accelerate", "launch", "--config_file", "configs/accelerate/deepspeed_zero2.yaml"]
     assert ["--num_machines", "2", "--machine_rank", "1", "--main_process_ip", "nid001"] == multi[6:12]
     assert multi[-1] == "--resume"
@@ -118,13 +134,35 @@ def test_cli_dry_run_and_clear_errors_without_gpus():
     from rubriq.cli import app
 
     runner = CliRunner()
-    res = runner.invoke(app, ["train", "run", str(ROOT / "configs" / "rubriq_grpo.yaml"), "--launcher", "accelerate",
-                              "--num-processes", "4", "--dry-run"])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "run",
+            str(ROOT / "configs" / "rubriq_grpo.yaml"),
+            "--launcher",
+            "accelerate",
+            "--num-processes",
+            "4",
+            "--dry-run",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "accelerate launch --num_processes 4" in res.output and "--rubriq_config" in res.output
-    res = runner.invoke(app, ["train", "run", str(ROOT / "configs" / "rubriq_grpo.yaml"), "--launcher", "accelerate",
-                              "--num-processes", "4", "--accelerate-config",
-                              str(ROOT / "configs" / "accelerate" / "deepspeed_zero2.yaml")])
+    res = runner.invoke(
+        app,
+        [
+            "train",
+            "run",
+            str(ROOT / "configs" / "rubriq_grpo.yaml"),
+            "--launcher",
+            "accelerate",
+            "--num-processes",
+            "4",
+            "--accelerate-config",
+            str(ROOT / "configs" / "accelerate" / "deepspeed_zero2.yaml"),
+        ],
+    )
     assert res.exit_code == 2 and ("DeepSpeed" in res.output or "GPU" in res.output)
     res = runner.invoke(app, ["train", "run", "missing.yaml", "--dry-run"])
     assert res.exit_code == 2 and "error" in res.output
@@ -146,8 +184,11 @@ def test_slurm_script_dry_run_builds_the_multi_node_launch():
 def test_entry_point_runs_as_a_script_and_reports_bad_configs(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("grpo: {learning_rat: 1}\n")
-    res = subprocess.run([sys.executable, str(ROOT / "rubriq" / "training" / "train_rubriq.py"), "--rubriq_config",
-                          str(bad)], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "rubriq" / "training" / "train_rubriq.py"), "--rubriq_config", str(bad)],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 2 and "learning_rat" in res.stderr
 
 

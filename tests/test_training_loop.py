@@ -10,9 +10,18 @@ import yaml
 pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
-SMALL = {"qft_sizes": [2], "qpe_sizes": [], "hamiltonian_sizes": [], "encoding_sizes": [2], "encoding_seeds": [0, 1],
-         "encodings": ["basis_encoding"], "formats": ["qasm2"], "prompt_style": "compact", "held_out": {},
-         "fractions": [0.0, 0.25]}
+SMALL = {
+    "qft_sizes": [2],
+    "qpe_sizes": [],
+    "hamiltonian_sizes": [],
+    "encoding_sizes": [2],
+    "encoding_seeds": [0, 1],
+    "encodings": ["basis_encoding"],
+    "formats": ["qasm2"],
+    "prompt_style": "compact",
+    "held_out": {},
+    "fractions": [0.0, 0.25],
+}
 CPU = {"use_cpu": True, "bf16": False, "gradient_checkpointing": False}
 
 
@@ -31,11 +40,22 @@ def test_reference_completions_score_as_correct_in_every_format():
     from rubriq.training.rewards import RubricRewards
     from rubriq.training.sft import reference_completion
 
-    rows = synthesis_rows(PromptSpec(qft_sizes=(3,), qpe_sizes=(3,), qpe_phases=(0.25,), hamiltonian_sizes=(2,),
-                                     hamiltonian_times=(0.5,), encoding_sizes=(2,), encoding_seeds=(0,)))
+    rows = synthesis_rows(
+        PromptSpec(
+            qft_sizes=(3,),
+            qpe_sizes=(3,),
+            qpe_phases=(0.25,),
+            hamiltonian_sizes=(2,),
+            hamiltonian_times=(0.5,),
+            encoding_sizes=(2,),
+            encoding_seeds=(0,),
+        )
+    )
     results = RubricRewards().results([reference_completion(r) for r in rows], [r["target"] for r in rows])
     assert {r["format"] for r in rows} == {"qasm2", "qasm3", "python"}
-    assert all(res.average_fidelity > 0.99 for res in results), [(r["id"], x.error) for r, x in zip(rows, results)]
+    assert all(res.average_fidelity > 0.99 for res in results), [
+        (r["id"], x.error) for r, x in zip(rows, results, strict=True)
+    ]
     assert all(res.strategy is not None for res in results)
 
 
@@ -65,16 +85,34 @@ def test_sft_lowers_the_loss_on_the_references(tokenizer, tmp_path):
     from rubriq.training.models import tiny_model
     from rubriq.training.sft import run_sft, sft_dataset
 
-    rows = synthesis_rows(PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(2,),
-                                     encoding_seeds=(0,), encodings=("basis_encoding",), formats=("qasm2",)))
+    rows = synthesis_rows(
+        PromptSpec(
+            qft_sizes=(2,),
+            qpe_sizes=(),
+            hamiltonian_sizes=(),
+            encoding_sizes=(2,),
+            encoding_seeds=(0,),
+            encodings=("basis_encoding",),
+            formats=("qasm2",),
+        )
+    )
     ds = sft_dataset(rows)
     assert ds[0]["completion"][0]["role"] == "assistant" and ds[0]["completion"][0]["content"].startswith("```qasm")
     model = tiny_model(tokenizer)
     keys = set(model.state_dict())
     before = _completion_loss(model, tokenizer, rows)
-    trained = run_sft(model, tokenizer, rows, tmp_path / "sft",
-                      {"max_steps": 8, "per_device_train_batch_size": 2, "learning_rate": 5e-3, **CPU},
-                      lora={"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]})
+    trained = run_sft(
+        model,
+        tokenizer,
+        rows,
+        tmp_path / "sft",
+        {"max_steps": 8, "per_device_train_batch_size": 2, "learning_rate": 1e-2, **CPU},
+        lora={
+            "r": 4,
+            "lora_alpha": 8,
+            "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        },
+    )
     after = _completion_loss(trained, tokenizer, rows)
     assert type(trained).__name__ == "LlamaForCausalLM" and set(trained.state_dict()) == keys
     assert after < before - 0.1, (before, after)
@@ -88,12 +126,21 @@ def test_rl_adapter_after_sft_records_the_sft_model_as_its_base(tokenizer, tmp_p
     from rubriq.evaluation.evaluate import load_policy
     from rubriq.training.train_rubriq import main
 
-    config = {"output_dir": str(tmp_path / "run"), "model": {"name_or_path": "embedded", "tiny": True},
-              "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-              "data": {"dataset": str(tmp_path / "data"), "build": SMALL},
-              "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
-              "grpo": {"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 4,
-                       "max_steps": 1, "save_strategy": "no", **CPU}}
+    config = {
+        "output_dir": str(tmp_path / "run"),
+        "model": {"name_or_path": "embedded", "tiny": True},
+        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+        "data": {"dataset": str(tmp_path / "data"), "build": SMALL},
+        "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
+        "grpo": {
+            "per_device_train_batch_size": 4,
+            "num_generations": 4,
+            "max_completion_length": 4,
+            "max_steps": 1,
+            "save_strategy": "no",
+            **CPU,
+        },
+    }
     (tmp_path / "t.yaml").write_text(yaml.safe_dump(config))
     assert main(["--rubriq_config", str(tmp_path / "t.yaml")]) == 0
     final = tmp_path / "run" / "final"
@@ -130,9 +177,13 @@ def test_shared_prompt_prefill_generates_the_same_tokens(tokenizer):
 
 
 def _write(tmp_path, **sections):
-    config = {"output_dir": str(tmp_path / "run"), "model": {"name_or_path": "embedded", "tiny": True},
-              "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-              "data": {"dataset": str(tmp_path / "data"), "build": SMALL}, **sections}
+    config = {
+        "output_dir": str(tmp_path / "run"),
+        "model": {"name_or_path": "embedded", "tiny": True},
+        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+        "data": {"dataset": str(tmp_path / "data"), "build": SMALL},
+        **sections,
+    }
     path = tmp_path / "train.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -141,9 +192,20 @@ def _write(tmp_path, **sections):
 def test_sparse_ppo_trains_checkpoints_and_resumes(tokenizer, tmp_path):
     from rubriq.training.train_rubriq import main
 
-    path = _write(tmp_path, algorithm="ppo", reward={"kind": "sparse_inverse_t"},
-                  ppo={"batch_size": 4, "mini_batch_size": 2, "ppo_epochs": 2, "max_new_tokens": 6, "max_steps": 2,
-                       "save_steps": 1, "learning_rate": 1e-3})
+    path = _write(
+        tmp_path,
+        algorithm="ppo",
+        reward={"kind": "sparse_inverse_t"},
+        ppo={
+            "batch_size": 4,
+            "mini_batch_size": 2,
+            "ppo_epochs": 2,
+            "max_new_tokens": 6,
+            "max_steps": 2,
+            "save_steps": 1,
+            "learning_rate": 1e-3,
+        },
+    )
     assert main(["--rubriq_config", str(path)]) == 0
     run = tmp_path / "run"
     logs = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
@@ -181,14 +243,33 @@ def test_grpo_step_time_breakdown_puts_each_delay_in_its_own_part(tokenizer, tmp
 
     monkeypatch.setattr(trl.GRPOTrainer, "_generate", slow_generate)
     monkeypatch.setattr(BatchScorer, "_score", slow_score)
-    path = _write(tmp_path, grpo={"per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 6,
-                                  "max_steps": 1, "logging_steps": 1, "save_strategy": "no", "seed": 1,
-                                  "report_to": ["tensorboard"], **CPU})
+    path = _write(
+        tmp_path,
+        grpo={
+            "per_device_train_batch_size": 4,
+            "num_generations": 4,
+            "max_completion_length": 6,
+            "max_steps": 1,
+            "logging_steps": 1,
+            "save_strategy": "no",
+            "seed": 1,
+            "report_to": ["tensorboard"],
+            **CPU,
+        },
+    )
     assert main(["--rubriq_config", str(path)]) == 0
     run = tmp_path / "run"
     step = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])
-    for key in ("timing/generation_s", "timing/reward_s", "timing/update_s", "step_time", "tokens_per_s",
-                "parse_rate", "correct_rate", "rewards/fidelity/mean"):
+    for key in (
+        "timing/generation_s",
+        "timing/reward_s",
+        "timing/update_s",
+        "step_time",
+        "tokens_per_s",
+        "parse_rate",
+        "correct_rate",
+        "rewards/fidelity/mean",
+    ):
         assert key in step, key
     assert step["timing/generation_s"] >= 0.6 and step["timing/reward_s"] >= 0.4
     assert step["timing/reward_s"] < 0.6 + 0.4  # the generation delay is not counted as scoring

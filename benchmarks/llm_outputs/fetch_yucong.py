@@ -41,8 +41,9 @@ def read(path: str, repo: Path | None, rev: str = "main") -> str:
         shown = subprocess.run([*git, "show", f"HEAD:{path}"], capture_output=True, text=True)
         if shown.returncode == 0:
             return shown.stdout
-        commits = subprocess.run([*git, "log", "--format=%H", "--all", "--", path], check=True, capture_output=True,
-                                 text=True).stdout.split()
+        commits = subprocess.run(
+            [*git, "log", "--format=%H", "--all", "--", path], check=True, capture_output=True, text=True
+        ).stdout.split()
         for commit in commits:  # newest first: the last version that still had the file
             shown = subprocess.run([*git, "show", f"{commit}:{path}"], capture_output=True, text=True)
             if shown.returncode == 0 and shown.stdout.strip():
@@ -69,8 +70,18 @@ def main() -> None:
         items = texts(name, read(path, args.repo, REVS[name]))
         with (out / f"{name}.jsonl").open("w", encoding="utf-8") as fh:
             for text in items:
-                fh.write(json.dumps({"source": name, "model": "fine-tuned Qwen2.5-3B (arXiv:2504.11109)",
-                                     "format": "qasm3", "text": text}, ensure_ascii=False) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "source": name,
+                            "model": "fine-tuned Qwen2.5-3B (arXiv:2504.11109)",
+                            "format": "qasm3",
+                            "text": text,
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                )
         print(f"{name}: {len(items)} texts -> {out / (name + '.jsonl')}")
 
 

@@ -30,16 +30,38 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2, help="completions per prompt")
     args = parser.parse_args()
     targets = synthesis_targets(PromptSpec())[: args.per_format]
-    rows = [{"id": f"{t.name}-{t.num_qubits}-{i}-{fmt}", "prompt": t.prompt(fmt), "format": fmt,
-             "target": t.spec()} for fmt in ("qasm2", "qasm3") for i, t in enumerate(targets)]
+    rows = [
+        {"id": f"{t.name}-{t.num_qubits}-{i}-{fmt}", "prompt": t.prompt(fmt), "format": fmt, "target": t.spec()}
+        for fmt in ("qasm2", "qasm3")
+        for i, t in enumerate(targets)
+    ]
     tokenizer, model = load_policy("embedded")
-    records = generate(model, tokenizer, rows, samples=args.samples, max_new_tokens=256, temperature=0.8,
-                       top_p=0.95, seed=0, description="sampling SmolLM2")
+    records = generate(
+        model,
+        tokenizer,
+        rows,
+        samples=args.samples,
+        max_new_tokens=256,
+        temperature=0.8,
+        top_p=0.95,
+        seed=0,
+        description="sampling SmolLM2",
+    )
     with OUT.open("w", encoding="utf-8") as fh:
         for rec in records:
-            fh.write(json.dumps({"source": "smollm2-135m-instruct", "model": "HuggingFaceTB/SmolLM2-135M-Instruct",
-                                 "format": rec["format"], "target": rec["target"], "text": rec["text"]},
-                                ensure_ascii=False) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "source": "smollm2-135m-instruct",
+                        "model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+                        "format": rec["format"],
+                        "target": rec["target"],
+                        "text": rec["text"],
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     print(f"wrote {len(records)} completions to {OUT}")
 
 

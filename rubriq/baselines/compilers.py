@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from qiskit import QuantumCircuit, qasm2, transpile
 
+from rubriq.circuit.gates import TRUSTED_MAX_GATES, canonical_ops, strip_non_unitary
 from rubriq.data.suites import CLIFFORD_T_BASIS, SUITE_LIMITS
 from rubriq.extract.qasm import load_qasm
-from rubriq.circuit.gates import canonical_ops, TRUSTED_MAX_GATES, strip_non_unitary
 from rubriq.rubric.tcount import t_count
 
 
@@ -40,8 +40,9 @@ def qiskit_o3(circuit: QuantumCircuit) -> QuantumCircuit:
         from qiskit.transpiler import generate_preset_clifford_t_pass_manager
     except ImportError:
         return transpile(circuit, basis_gates=CLIFFORD_T_BASIS, optimization_level=3, seed_transpiler=42)
-    return generate_preset_clifford_t_pass_manager(optimization_level=3, basis_gates=CLIFFORD_T_BASIS,
-                                                   seed_transpiler=42).run(circuit)
+    return generate_preset_clifford_t_pass_manager(
+        optimization_level=3, basis_gates=CLIFFORD_T_BASIS, seed_transpiler=42
+    ).run(circuit)
 
 
 def tket_full_peephole(circuit: QuantumCircuit) -> QuantumCircuit:

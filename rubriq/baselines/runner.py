@@ -21,11 +21,11 @@ from pathlib import Path
 
 from qiskit import QuantumCircuit
 
-from rubriq.rubric.tcount import compression
-from rubriq.tables import fmt, markdown_table
 from rubriq.baselines.compilers import METHODS, count_t
 from rubriq.baselines.verify import verify
 from rubriq.data.suites import BUCKETS, SuiteCircuit
+from rubriq.rubric.tcount import compression
+from rubriq.tables import fmt, markdown_table
 
 VERIFIED = ("exact", "qcec")
 
@@ -94,7 +94,7 @@ def run_method(circuit: SuiteCircuit, method: str, route_timeout_s: float | None
         except Exception as exc:  # a compiler crash is a result (flagged), not an abort
             verdict, detail, t = "failed", f"{route.__name__}: {type(exc).__name__}: {str(exc)[:120]}", None
         candidate = MethodResult(t, 0.0, verdict, detail, out if t is not None else None)
-        if candidate.verified and (not best.verified or t < best.t):
+        if candidate.verified and t is not None and (not best.verified or best.t is None or t < best.t):
             best = candidate
         elif not best.verified and best.verdict in ("failed", "timeout"):
             best = candidate
@@ -111,7 +111,12 @@ def portfolio(row: Row) -> None:
     own = row.results["best"]
     winner, source = own, "pyzx+cleanup"
     for name, result in row.results.items():
-        if name != "best" and result.verified and (not winner.verified or result.t < winner.t):
+        if (
+            name != "best"
+            and result.verified
+            and result.t is not None
+            and (not winner.verified or winner.t is None or result.t < winner.t)
+        ):
             winner, source = result, name
     if winner is not own:
         row.results["best"] = MethodResult(winner.t, own.seconds, winner.verdict, f"from {source}: {winner.detail}")
@@ -124,9 +129,16 @@ def mean_compression(values: list[float]) -> str:
     return text + (f" (+{zero_t} with T=0)" if zero_t else "")
 
 
-def run_suite(circuits: list[SuiteCircuit], methods: list[str], published: dict[str, dict] | None = None,
-              progress: bool = True, on_row=None, route_timeout_s: float | None = None, workers: int = 1,
-              done: dict[tuple[str, str], MethodResult] | None = None) -> list[Row]:
+def run_suite(
+    circuits: list[SuiteCircuit],
+    methods: list[str],
+    published: dict[str, dict] | None = None,
+    progress: bool = True,
+    on_row=None,
+    route_timeout_s: float | None = None,
+    workers: int = 1,
+    done: dict[tuple[str, str], MethodResult] | None = None,
+) -> list[Row]:
     """Run every method on every circuit (smallest T0 first).
 
     ``workers`` > 1 spreads the (circuit, method) cells over that many processes; ``done``
@@ -174,8 +186,10 @@ def run_suite(circuits: list[SuiteCircuit], methods: list[str], published: dict[
                 per_circuit.setdefault(row.circuit.name, []).append(m)
             order = sorted(per_circuit, key=lambda name: -by_name[name].circuit.t0)
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                futures = {pool.submit(_cells, by_name[name].circuit, per_circuit[name], route_timeout_s): name
-                           for name in order}
+                futures = {
+                    pool.submit(_cells, by_name[name].circuit, per_circuit[name], route_timeout_s): name
+                    for name in order
+                }
                 for future in as_completed(futures):
                     name = futures[future]
                     for m, result in future.result().items():
@@ -205,14 +219,15 @@ def load_done(csv_path: Path, methods: list[str]) -> dict[tuple[str, str], Metho
                 verdict = line.get(f"verified_{m}")
                 if verdict:
                     t = line.get(f"T_{m}")
-                    done[(line["circuit"], m)] = MethodResult(int(t) if t else None,
-                                                             float(line.get(f"seconds_{m}") or 0.0), verdict,
-                                                             "resumed from the CSV")
+                    done[(line["circuit"], m)] = MethodResult(
+                        int(t) if t else None, float(line.get(f"seconds_{m}") or 0.0), verdict, "resumed from the CSV"
+                    )
     return done
 
 
-def write_reports(rows: list[Row], methods: list[str], out: Path, title: str,
-                  published_columns: tuple[str, ...] = ()) -> tuple[Path, Path]:
+def write_reports(
+    rows: list[Row], methods: list[str], out: Path, title: str, published_columns: tuple[str, ...] = ()
+) -> tuple[Path, Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     csv_path, md_path = out / "baselines.csv", out / "baselines.md"
@@ -224,26 +239,36 @@ def write_reports(rows: list[Row], methods: list[str], out: Path, title: str,
         writer.writerow(header)
         for row in rows:
             c = row.circuit
-            line = [c.collection, c.name, c.num_qubits, c.t0, c.bucket] + [row.published.get(p, "") for p in
-                                                                             published_columns]
+            line = [c.collection, c.name, c.num_qubits, c.t0, c.bucket] + [
+                row.published.get(p, "") for p in published_columns
+            ]
             for m in methods:
                 r = row.results[m]
                 comp = compression(c.t0, r.t) if r.verified else None
-                line += ["" if r.t is None else r.t, "" if comp is None else f"{comp:.4f}", f"{r.seconds:.2f}",
-                         r.verdict]
+                line += [
+                    "" if r.t is None else r.t,
+                    "" if comp is None else f"{comp:.4f}",
+                    f"{r.seconds:.2f}",
+                    r.verdict,
+                ]
             writer.writerow(line)
     md_path.write_text(markdown(rows, methods, title, published_columns), encoding="utf-8")
     return csv_path, md_path
 
 
 def markdown(rows: list[Row], methods: list[str], title: str, published_columns: tuple[str, ...] = ()) -> str:
-    lines = [f"# {title}", "",
-             "T = T-count under RubriQ's gate table; C = T0/T over verified outputs only; "
-             "`!` marks an output that is not verified equivalent (never counted); `-` with `timeout` in the CSV: "
-             "every route ran past --route-timeout. Published *gadgetized* columns (AlphaTensor-Quantum, polytof) "
-             "use extra ancilla qubits: a different problem, shown for reference, never a fair comparison.", ""]
-    head = ["circuit", "qubits", "T0"] + [f"{p} (published{', ancillas' if 'gadgetized' in p else ''})"
-                                          for p in published_columns]
+    lines = [
+        f"# {title}",
+        "",
+        "T = T-count under RubriQ's gate table; C = T0/T over verified outputs only; "
+        "`!` marks an output that is not verified equivalent (never counted); `-` with `timeout` in the CSV: "
+        "every route ran past --route-timeout. Published *gadgetized* columns (AlphaTensor-Quantum, polytof) "
+        "use extra ancilla qubits: a different problem, shown for reference, never a fair comparison.",
+        "",
+    ]
+    head = ["circuit", "qubits", "T0"] + [
+        f"{p} (published{', ancillas' if 'gadgetized' in p else ''})" for p in published_columns
+    ]
     for m in methods:
         head += [f"T {m}", f"C {m}", f"s {m}"]
     table = []
@@ -266,9 +291,17 @@ def markdown(rows: list[Row], methods: list[str], title: str, published_columns:
             if not sel:
                 continue
             comps = [c for c in (compression(r.circuit.t0, r.results[m].t) for r in ok) if c is not None]
-            mntc = [r.results[m].t / r.circuit.t0 for r in ok if r.circuit.t0 > 0]
-            summary.append([m, bucket, str(len(sel)), str(len(ok)), mean_compression(comps),
-                            fmt(statistics.mean(mntc) if mntc else None)])
+            mntc = [t / r.circuit.t0 for r in ok if r.circuit.t0 > 0 and (t := r.results[m].t) is not None]
+            summary.append(
+                [
+                    m,
+                    bucket,
+                    str(len(sel)),
+                    str(len(ok)),
+                    mean_compression(comps),
+                    fmt(statistics.mean(mntc) if mntc else None),
+                ]
+            )
     lines += markdown_table(["method", "bucket", "circuits", "verified", "mean C", "MNTC = mean T/T0"], summary)
     return "\n".join(lines) + "\n"
 

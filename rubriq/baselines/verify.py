@@ -10,18 +10,21 @@ from __future__ import annotations
 import numpy as np
 from qiskit import QuantumCircuit
 
-from rubriq.circuit.gates import canonical_ops, TRUSTED_MAX_GATES
+from rubriq.circuit.gates import TRUSTED_MAX_GATES, canonical_ops
 from rubriq.sim.exact import simulate, unitary_fidelity
 
 
-def verify(original: QuantumCircuit, optimized: QuantumCircuit, exact_qubits: int = 10,
-           qcec_timeout_s: float = 120.0) -> tuple[str, str]:
+def verify(
+    original: QuantumCircuit, optimized: QuantumCircuit, exact_qubits: int = 10, qcec_timeout_s: float = 120.0
+) -> tuple[str, str]:
     if original.num_qubits != optimized.num_qubits:
         return "not_equivalent", f"width {original.num_qubits} -> {optimized.num_qubits}"
     n = original.num_qubits
     if n <= exact_qubits:
         u = simulate(tuple(canonical_ops(original, max_gates=TRUSTED_MAX_GATES)), n, np.eye(2**n, dtype=complex))
-        f = unitary_fidelity(tuple(canonical_ops(optimized, max_gates=TRUSTED_MAX_GATES)), n, u, exact_qubits).process_fidelity
+        f = unitary_fidelity(
+            tuple(canonical_ops(optimized, max_gates=TRUSTED_MAX_GATES)), n, u, exact_qubits
+        ).process_fidelity
         return ("exact", f"F={f:.12f}") if f >= 1 - 1e-9 else ("not_equivalent", f"F={f:.6f}")
     try:
         from rubriq.sim.certify import certify

@@ -19,5 +19,11 @@ from rubriq.circuit.gates import (
     canonical_ops,
 )
 
-__all__ = ["STANDARD_GATES", "STRIPPED_INSTRUCTIONS", "TRUSTED_MAX_GATES", "Op", "UnsupportedCircuitError",
-           "canonical_ops"]
+__all__ = [
+    "STANDARD_GATES",
+    "STRIPPED_INSTRUCTIONS",
+    "TRUSTED_MAX_GATES",
+    "Op",
+    "UnsupportedCircuitError",
+    "canonical_ops",
+]

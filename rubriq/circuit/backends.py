@@ -65,6 +65,7 @@ class BackendSpec:
 
     @property
     def all_to_all(self) -> bool:
+        """Whether every qubit pair is coupled (trapped ions): routing never inserts SWAPs."""
         return self.topology == "all-to-all"
 
     def coupling_edges(self) -> tuple[tuple[int, int], ...] | None:
@@ -78,9 +79,9 @@ _IONQ_NATIVE = frozenset({"gpi", "gpi2", "ms"})
 
 IONQ_SOURCES = {
     "ionq_aria": "IonQ Aria system page, https://ionq.com/quantum-systems/aria (1q fidelity 99.97 %, "
-                 "2q fidelity 99.6 %, SPAM 99.4 %; published averages)",
+    "2q fidelity 99.6 %, SPAM 99.4 %; published averages)",
     "ionq_forte": "IonQ Forte system page, https://ionq.com/quantum-systems/forte (1q fidelity 99.98 %, "
-                  "2q fidelity 99.6 %, SPAM 99.5 %; published averages)",
+    "2q fidelity 99.6 %, SPAM 99.5 %; published averages)",
 }
 
 _IBM_SOURCE = "median of qiskit-ibm-runtime's fake_provider snapshot props_{}.json"
@@ -88,21 +89,70 @@ _IBM_SOURCE = "median of qiskit-ibm-runtime's fake_provider snapshot props_{}.js
 CATALOG: dict[str, BackendSpec] = {
     spec.name: spec
     for spec in (
-        BackendSpec("ibm_eagle", "ibm", "Eagle r3", 127, frozenset({"ecr", "id", "rz", "sx", "x"}),
-                    1000, "heavy-hex", fake_backend="sherbrooke", provider_name="ibm_sherbrooke",
-                    source=_IBM_SOURCE.format("sherbrooke")),
-        BackendSpec("ibm_heron", "ibm", "Heron r2", 156, frozenset({"cz", "id", "rz", "sx", "x"}),
-                    1000, "heavy-hex", fake_backend="fez", provider_name="ibm_fez",
-                    source=_IBM_SOURCE.format("fez")),
-        BackendSpec("ibm_nighthawk", "ibm", "Nighthawk r1", 120, frozenset({"cz", "id", "rz", "sx", "x"}),
-                    1000, "square", fake_backend="nighthawk", provider_name="fake_nighthawk",
-                    source=_IBM_SOURCE.format("nighthawk")),
-        BackendSpec("ionq_forte", "ionq", "Forte", 36, _IONQ_NATIVE | {"zz"}, 500, "all-to-all",
-                    provider_name="qpu.forte-1", error_1q=2e-4, error_2q=4e-3, error_readout=5e-3,
-                    source=IONQ_SOURCES["ionq_forte"]),
-        BackendSpec("ionq_aria", "ionq", "Aria", 25, _IONQ_NATIVE, 500, "all-to-all",
-                    provider_name="qpu.aria-1", error_1q=3e-4, error_2q=4e-3, error_readout=6e-3,
-                    source=IONQ_SOURCES["ionq_aria"]),
+        BackendSpec(
+            "ibm_eagle",
+            "ibm",
+            "Eagle r3",
+            127,
+            frozenset({"ecr", "id", "rz", "sx", "x"}),
+            1000,
+            "heavy-hex",
+            fake_backend="sherbrooke",
+            provider_name="ibm_sherbrooke",
+            source=_IBM_SOURCE.format("sherbrooke"),
+        ),
+        BackendSpec(
+            "ibm_heron",
+            "ibm",
+            "Heron r2",
+            156,
+            frozenset({"cz", "id", "rz", "sx", "x"}),
+            1000,
+            "heavy-hex",
+            fake_backend="fez",
+            provider_name="ibm_fez",
+            source=_IBM_SOURCE.format("fez"),
+        ),
+        BackendSpec(
+            "ibm_nighthawk",
+            "ibm",
+            "Nighthawk r1",
+            120,
+            frozenset({"cz", "id", "rz", "sx", "x"}),
+            1000,
+            "square",
+            fake_backend="nighthawk",
+            provider_name="fake_nighthawk",
+            source=_IBM_SOURCE.format("nighthawk"),
+        ),
+        BackendSpec(
+            "ionq_forte",
+            "ionq",
+            "Forte",
+            36,
+            _IONQ_NATIVE | {"zz"},
+            500,
+            "all-to-all",
+            provider_name="qpu.forte-1",
+            error_1q=2e-4,
+            error_2q=4e-3,
+            error_readout=5e-3,
+            source=IONQ_SOURCES["ionq_forte"],
+        ),
+        BackendSpec(
+            "ionq_aria",
+            "ionq",
+            "Aria",
+            25,
+            _IONQ_NATIVE,
+            500,
+            "all-to-all",
+            provider_name="qpu.aria-1",
+            error_1q=3e-4,
+            error_2q=4e-3,
+            error_readout=6e-3,
+            source=IONQ_SOURCES["ionq_aria"],
+        ),
     )
 }
 
@@ -111,11 +161,15 @@ def error_rates(name: str) -> dict[str, float]:
     """1q, 2q and readout error of a backend (IBM: medians of the snapshot calibration)."""
     spec = get_backend(name)
     if spec.provider != "ibm":
-        return {"error_1q": spec.error_1q, "error_2q": spec.error_2q, "error_readout": spec.error_readout}
+        rates = {"error_1q": spec.error_1q, "error_2q": spec.error_2q, "error_readout": spec.error_readout}
+        missing = [k for k, v in rates.items() if v is None]
+        if missing:
+            raise ValueError(f"{name}: the catalog gives no {', '.join(missing)}")
+        return {k: float(v) for k, v in rates.items() if v is not None}
     return dict(_ibm_errors(spec.fake_backend))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ibm_errors(folder: str) -> tuple[tuple[str, float], ...]:
     import statistics
 
@@ -130,30 +184,31 @@ def _ibm_errors(folder: str) -> tuple[tuple[str, float], ...]:
         elif len(gate["qubits"]) == 2:
             two.append(err)
     readout = [p["value"] for q in props["qubits"] for p in q if p["name"] == "readout_error" and p["value"] < 1]
-    return (("error_1q", statistics.median(one)), ("error_2q", statistics.median(two)),
-            ("error_readout", statistics.median(readout)))
+    return (
+        ("error_1q", statistics.median(one)),
+        ("error_2q", statistics.median(two)),
+        ("error_readout", statistics.median(readout)),
+    )
 
 
 def get_backend(name: str) -> BackendSpec:
+    """The catalog entry of ``name``; an ``UnknownBackendError`` listing the catalog otherwise."""
     try:
         return CATALOG[name]
     except KeyError:
-        raise UnknownBackendError(
-            f"unknown backend {name!r}; the catalog has: {', '.join(sorted(CATALOG))}"
-        ) from None
+        raise UnknownBackendError(f"unknown backend {name!r}; the catalog has: {', '.join(sorted(CATALOG))}") from None
 
 
 def _fake_provider_dir() -> Path:
     spec = importlib.util.find_spec("qiskit_ibm_runtime")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError(
-            "qiskit-ibm-runtime is not installed; it ships the IBM device snapshots "
-            "(pip install qiskit-ibm-runtime)"
+            "qiskit-ibm-runtime is not installed; it ships the IBM device snapshots (pip install qiskit-ibm-runtime)"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "fake_provider" / "backends"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ibm_edges(folder: str | None) -> tuple[tuple[int, int], ...]:
     if folder is None:
         raise ValueError("an IBM backend needs its fake-backend folder")

@@ -29,7 +29,9 @@ class CircuitFacts:
     """Counts of the stripped circuit's gates by name, as written."""
 
     @classmethod
-    def from_circuit(cls, circuit: QuantumCircuit, max_gates: int = 200_000, deadline=None) -> "CircuitFacts":
+    def from_circuit(cls, circuit: QuantumCircuit, max_gates: int = 200_000, deadline=None) -> CircuitFacts:
+        """The facts of ``circuit``: non-unitary instructions stripped, canonical gates (at most
+        ``max_gates``, within ``deadline``), depth, width and gate counts."""
         stripped = strip_non_unitary(circuit)
         ops = tuple(canonical_ops(stripped, max_gates=max_gates, deadline=deadline))
         return cls(
@@ -41,7 +43,7 @@ class CircuitFacts:
         )
 
     @classmethod
-    def from_qasm(cls, text: str) -> "CircuitFacts":
+    def from_qasm(cls, text: str) -> CircuitFacts:
         """Convenience for examples and tests: facts of a trusted OpenQASM 2.0 string, read by
         Qiskit's own parser (completions go through ``rubriq.extract``, with its caps)."""
         from qiskit import qasm2

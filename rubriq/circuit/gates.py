@@ -235,7 +235,8 @@ def _emit(operation: Instruction, qubits: tuple[int, ...], out: list[Op], depth:
     _float_params(operation)
     if depth == 0 and len(out) + _expanded_size(operation, walk, 0) > walk.cap:
         raise UnsupportedCircuitError(
-            f"gate {name!r} expands to more than {walk.cap} gates (cap on the canonical decomposition)")
+            f"gate {name!r} expands to more than {walk.cap} gates (cap on the canonical decomposition)"
+        )
     try:
         definition = operation.definition
     except Exception as exc:

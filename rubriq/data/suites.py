@@ -18,10 +18,14 @@ buckets) and samples up to 500 distinct circuits per collection with seed 42, ne
 
 from __future__ import annotations
 
+import functools
+
 import hashlib
 import math
 import warnings
+import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,7 +129,7 @@ def fetch_tcount_suite(dest: Path | None = None, timeout: float = 30.0) -> Path:
         target = dest / f"{name}.qasm"
         if target.exists():
             continue
-        url = TCOUNT_URL.format(name=urllib.request.quote(name))
+        url = TCOUNT_URL.format(name=urllib.parse.quote(name))
         try:
             with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (fixed https URL)
                 target.write_bytes(response.read())
@@ -180,20 +184,20 @@ def load_qiskit_arith(report: dict | None = None) -> list[SuiteCircuit]:
         synth_mcx_noaux_v24,
     )
 
-    builders = []
+    builders: list[tuple[str, Callable[[], QuantumCircuit]]] = []
     for k in range(1, 6):
         for kind in ("full", "half", "fixed"):
-            builders.append((f"cdkm_{kind}_{k}", lambda k=k, kind=kind: CDKMRippleCarryAdder(k, kind=kind)))
+            builders.append((f"cdkm_{kind}_{k}", functools.partial(CDKMRippleCarryAdder, k, kind=kind)))
     for k in range(1, 5):
         for kind in ("full", "half", "fixed"):
-            builders.append((f"vbe_{kind}_{k}", lambda k=k, kind=kind: VBERippleCarryAdder(k, kind=kind)))
+            builders.append((f"vbe_{kind}_{k}", functools.partial(VBERippleCarryAdder, k, kind=kind)))
     for k in range(1, 3):
-        builders.append((f"hrs_mult_{k}", lambda k=k: HRSCumulativeMultiplier(k)))
+        builders.append((f"hrs_mult_{k}", functools.partial(HRSCumulativeMultiplier, k)))
     for m in range(2, 9):
-        builders.append((f"mcx_noaux_{m}", lambda m=m: synth_mcx_noaux_v24(m)))
-        builders.append((f"mcx_recursion_{m}", lambda m=m: synth_mcx_1_clean_b95(m)))
-        builders.append((f"mcx_vchain_{m}", lambda m=m: synth_mcx_n_clean_m15(m)))
-        builders.append((f"mcx_vchain_dirty_{m}", lambda m=m: synth_mcx_n_dirty_i15(m)))
+        builders.append((f"mcx_noaux_{m}", functools.partial(synth_mcx_noaux_v24, m)))
+        builders.append((f"mcx_recursion_{m}", functools.partial(synth_mcx_1_clean_b95, m)))
+        builders.append((f"mcx_vchain_{m}", functools.partial(synth_mcx_n_clean_m15, m)))
+        builders.append((f"mcx_vchain_dirty_{m}", functools.partial(synth_mcx_n_dirty_i15, m)))
     out = []
     for name, build in builders:
         try:

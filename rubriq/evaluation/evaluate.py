@@ -37,7 +37,7 @@ def check_policy(name_or_path: str) -> None:
     """Raise :class:`ModelUnavailable` now, before anything loads, when ``name_or_path`` names
     no usable policy: not ``embedded``/``tiny``, not a model or adapter folder, and not a hub id
     already in the local Hugging Face cache (there is no download here)."""
-    from rubriq.training.models import EMBEDDED, ModelUnavailable, embedded_gguf, embedded_dir
+    from rubriq.training.models import EMBEDDED, ModelUnavailable, embedded_dir, embedded_gguf
 
     if name_or_path == TINY:
         return
@@ -48,9 +48,11 @@ def check_policy(name_or_path: str) -> None:
     path = Path(name_or_path)
     if path.is_dir():
         if not any((path / f).is_file() for f in ("config.json", "adapter_config.json")):
-            raise ModelUnavailable(f"{path} is not a model folder (no config.json or adapter_config.json); pass a "
-                                   "folder written by `rubriq train run` / `rubriq quickstart` (e.g. runs/quickstart/"
-                                   "train/final), 'embedded', or a hub id")
+            raise ModelUnavailable(
+                f"{path} is not a model folder (no config.json or adapter_config.json); pass a "
+                "folder written by `rubriq train run` / `rubriq quickstart` (e.g. runs/quickstart/"
+                "train/final), 'embedded', or a hub id"
+            )
         return
     if path.exists():
         raise ModelUnavailable(f"{path} is a file, not a model folder")
@@ -60,10 +62,14 @@ def check_policy(name_or_path: str) -> None:
 
         if isinstance(try_to_load_from_cache(name_or_path, "config.json"), str):
             return
-        raise ModelUnavailable(f"{name_or_path!r} is neither a local folder nor a hub model in the local cache "
-                               "(models cannot be downloaded here); use 'embedded' or a model folder")
-    raise ModelUnavailable(f"no model folder {name_or_path!r}; use 'embedded', 'tiny' (tests) or a folder written by "
-                           "`rubriq train run` / `rubriq quickstart`")
+        raise ModelUnavailable(
+            f"{name_or_path!r} is neither a local folder nor a hub model in the local cache "
+            "(models cannot be downloaded here); use 'embedded' or a model folder"
+        )
+    raise ModelUnavailable(
+        f"no model folder {name_or_path!r}; use 'embedded', 'tiny' (tests) or a folder written by "
+        "`rubriq train run` / `rubriq quickstart`"
+    )
 
 
 def prompt_style_of(name_or_path: str) -> str:
@@ -111,19 +117,21 @@ def summaries(records: list[dict], eps: float = DEFAULT_EPS, samples: int = 1) -
     ks = pass_at_ks(samples)
     for r in records:
         r.setdefault("dataset", "synthesis")  # records written before they carried their dataset
-    return {"overall": summarize(records, eps, ks),
-            "by_family": summarize_by(records, "family", eps, ks),
-            "by_dataset": summarize_by(records, "dataset", eps, ks),
-            "by_bucket": summarize_by(records, "bucket", eps, ks),
-            "by_format": summarize_by(records, "format", eps, ks)}
+    return {
+        "overall": summarize(records, eps, ks),
+        "by_family": summarize_by(records, "family", eps, ks),
+        "by_dataset": summarize_by(records, "dataset", eps, ks),
+        "by_bucket": summarize_by(records, "bucket", eps, ks),
+        "by_format": summarize_by(records, "format", eps, ks),
+    }
 
 
-def run_evaluation(req: EvalRequest, out: str | Path, config: RubricConfig | None = None,
-                   baselines: tuple[str, ...] = ()) -> dict[str, Any]:
-    from rubriq.data.prompts import load_split
-    from rubriq.evaluation.sampling import generate, save_records, score
-
+def run_evaluation(
+    req: EvalRequest, out: str | Path, config: RubricConfig | None = None, baselines: tuple[str, ...] = ()
+) -> dict[str, Any]:
     from rubriq.baselines.compilers import METHODS
+    from rubriq.data.prompts import load_split
+    from rubriq.evaluation.sampling import sample, save_records, score
 
     unknown = [m for m in baselines if m not in METHODS]
     if unknown:
@@ -137,8 +145,7 @@ def run_evaluation(req: EvalRequest, out: str | Path, config: RubricConfig | Non
         raise ValueError(f"split {req.split!r} of {req.dataset} is empty")
     check_policy(req.model)
     tokenizer, model = load_policy(req.model)
-    records = generate(model, tokenizer, rows, samples=req.samples, max_new_tokens=req.max_new_tokens,
-                       temperature=req.temperature, top_p=req.top_p, batch_size=req.batch_size, seed=req.seed)
+    records = sample(model, tokenizer, rows, req, seed=req.seed)
     records = score(records, config)
     out = Path(out)
     save_records(records, out / "records.jsonl")
@@ -162,12 +169,27 @@ def baseline_rows(rows: list[dict], methods: tuple[str, ...]) -> list[dict]:
             continue
         seen.add(r["target"])
         circuit = load_qasm(r["reference"])
-        circuits.append(SuiteCircuit(collection="prompts", name=r["id"].rsplit("-", 1)[0], circuit=circuit,
-                                     t0=int(r["t0"]), source=r["family"]))
+        circuits.append(
+            SuiteCircuit(
+                collection="prompts",
+                name=r["id"].rsplit("-", 1)[0],
+                circuit=circuit,
+                t0=int(r["t0"]),
+                source=r["family"],
+            )
+        )
     out = []
     for row in run_suite(circuits, list(methods), progress=False):
         for m, res in row.results.items():
-            out.append({"circuit": row.circuit.name, "family": row.circuit.source, "t0": row.circuit.t0,
-                        "method": m, "t": res.t, "verified": res.verified,
-                        "compression": compression(row.circuit.t0, res.t) if res.verified else None})
+            out.append(
+                {
+                    "circuit": row.circuit.name,
+                    "family": row.circuit.source,
+                    "t0": row.circuit.t0,
+                    "method": m,
+                    "t": res.t,
+                    "verified": res.verified,
+                    "compression": compression(row.circuit.t0, res.t) if res.verified else None,
+                }
+            )
     return out

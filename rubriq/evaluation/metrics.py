@@ -41,7 +41,8 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter, defaultdict
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from rubriq.evaluator.result import CORRECT_THRESHOLD, is_correct
 from rubriq.rubric.engine import DIMENSION_NAMES
@@ -68,7 +69,7 @@ def wrong_rewarded(results: list[Mapping[str, Any]], groups: list[Any], eps: flo
     if len(results) != len(groups):
         raise ValueError(f"{len(results)} results but {len(groups)} group keys")
     by_group: dict[Any, list[Mapping[str, Any]]] = defaultdict(list)
-    for r, g in zip(results, groups):
+    for r, g in zip(results, groups, strict=True):
         by_group[g].append(r)
     count = 0
     for members in by_group.values():
@@ -105,8 +106,9 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def summarize(records: Iterable[Mapping[str, Any]], eps: float = DEFAULT_EPS,
-              ks: tuple[int, ...] = (1,)) -> dict[str, Any]:
+def summarize(
+    records: Iterable[Mapping[str, Any]], eps: float = DEFAULT_EPS, ks: tuple[int, ...] = (1,)
+) -> dict[str, Any]:
     """All metrics of docs/metrics.md over ``records`` (see the module docstring)."""
     records = list(records)
     results = [_res(r) for r in records]
@@ -116,7 +118,7 @@ def summarize(records: Iterable[Mapping[str, Any]], eps: float = DEFAULT_EPS,
     parsed = [r for r in results if r.get("parsed")]
     correct = [is_correct(r, 1 - eps) for r in results]
     comp, mntc, t_zero = [], [], 0
-    for rec, res, ok in zip(records, results, correct):
+    for rec, res, ok in zip(records, results, correct, strict=True):
         t0, t = rec.get("t0"), res.get("t_count")
         if not ok or t0 is None or t is None or t0 <= 0:
             continue
@@ -143,14 +145,15 @@ def summarize(records: Iterable[Mapping[str, Any]], eps: float = DEFAULT_EPS,
         "mean_t_count": _mean(tcounts),
         "violation_rate": _mean([float(v) for v in viol]),
         "mean_reward": statistics.fmean(float(r.get("reward") or 0.0) for r in results),
-        "wrong_rewarded_rate": wrong_rewarded(results, [rec.get("prompt_id", i) for i, rec in enumerate(records)],
-                                              eps) / n,
+        "wrong_rewarded_rate": wrong_rewarded(results, [rec.get("prompt_id", i) for i, rec in enumerate(records)], eps)
+        / n,
         "trivial_rate": sum(is_trivial(r, eps) for r in results) / n,
-        "dimensions": {d: statistics.fmean(float((r.get("scores") or {}).get(d, 0.0)) for r in results)
-                       for d in DIMENSION_NAMES},
+        "dimensions": {
+            d: statistics.fmean(float((r.get("scores") or {}).get(d, 0.0)) for r in results) for d in DIMENSION_NAMES
+        },
     }
     by_prompt: dict[Any, list[bool]] = defaultdict(list)
-    for i, (rec, ok) in enumerate(zip(records, correct)):
+    for i, (rec, ok) in enumerate(zip(records, correct, strict=True)):
         by_prompt[rec.get("prompt_id", i)].append(ok)
     for k in ks:
         if all(len(v) >= k for v in by_prompt.values()):
@@ -158,8 +161,9 @@ def summarize(records: Iterable[Mapping[str, Any]], eps: float = DEFAULT_EPS,
     return out
 
 
-def summarize_by(records: Iterable[Mapping[str, Any]], key: str, eps: float = DEFAULT_EPS,
-                 ks: tuple[int, ...] = (1,)) -> dict[str, dict[str, Any]]:
+def summarize_by(
+    records: Iterable[Mapping[str, Any]], key: str, eps: float = DEFAULT_EPS, ks: tuple[int, ...] = (1,)
+) -> dict[str, dict[str, Any]]:
     """:func:`summarize` per value of ``record[key]`` (family, dataset, bucket ...)."""
     groups: dict[str, list] = defaultdict(list)
     for r in records:
@@ -177,18 +181,19 @@ def mean_ci(values: Iterable[float | None], level: float = 0.95) -> tuple[float 
     """
     from scipy import stats
 
-    values = [float(v) for v in values if v is not None and math.isfinite(v)]
-    if not values:
+    finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+    if not finite:
         return None, None, None
-    m = statistics.fmean(values)
-    if len(values) == 1:
+    m = statistics.fmean(finite)
+    if len(finite) == 1:
         return m, m, m
-    half = float(stats.t.ppf(0.5 + level / 2, len(values) - 1)) * statistics.stdev(values) / math.sqrt(len(values))
+    half = float(stats.t.ppf(0.5 + level / 2, len(finite) - 1)) * statistics.stdev(finite) / math.sqrt(len(finite))
     return m, m - half, m + half
 
 
-def per_prompt_ci(records: Iterable[Mapping[str, Any]], metric: str = "correct", eps: float = DEFAULT_EPS,
-                  level: float = 0.95) -> tuple[float | None, float | None, float | None]:
+def per_prompt_ci(
+    records: Iterable[Mapping[str, Any]], metric: str = "correct", eps: float = DEFAULT_EPS, level: float = 0.95
+) -> tuple[float | None, float | None, float | None]:
     """Mean over prompts of the per-prompt mean of ``metric`` (``correct`` or ``reward``) with a
     t-interval over prompts: samples of one prompt are not independent, prompts are.
 
@@ -209,13 +214,18 @@ def _prompt_means(records: Iterable[Mapping[str, Any]], metric: str, eps: float)
     for i, rec in enumerate(records):
         res = _res(rec)
         groups[rec.get("prompt_id", i)].append(
-            float(is_correct(res, 1 - eps)) if metric == "correct" else float(res.get(metric) or 0.0))
+            float(is_correct(res, 1 - eps)) if metric == "correct" else float(res.get(metric) or 0.0)
+        )
     return {k: statistics.fmean(v) for k, v in groups.items()}
 
 
-def paired_prompt_difference(before: Iterable[Mapping[str, Any]], after: Iterable[Mapping[str, Any]],
-                             metric: str = "correct", eps: float = DEFAULT_EPS,
-                             level: float = 0.95) -> tuple[float | None, float | None, float | None]:
+def paired_prompt_difference(
+    before: Iterable[Mapping[str, Any]],
+    after: Iterable[Mapping[str, Any]],
+    metric: str = "correct",
+    eps: float = DEFAULT_EPS,
+    level: float = 0.95,
+) -> tuple[float | None, float | None, float | None]:
     """Mean over the prompts both phases share of (per-prompt mean after - before) of ``metric``
     (``correct`` or ``reward``), with its t-interval over prompts.
 
@@ -230,24 +240,43 @@ def paired_prompt_difference(before: Iterable[Mapping[str, Any]], after: Iterabl
     return mean_ci([a[k] - b[k] for k in a if k in b], level)
 
 
-def batch_metrics(results: list, t0s: list[int | None], eps: float = DEFAULT_EPS,
-                  groups: list[Any] | None = None) -> dict[str, float]:
+def batch_metrics(
+    results: list, t0s: list[int | None], eps: float = DEFAULT_EPS, groups: list[Any] | None = None
+) -> dict[str, float]:
     """The per-step training metrics (flat floats; NaN where undefined, which TRL skips).
 
     ``groups``: one key per result naming its prompt (GRPO's group), for ``wrong_rewarded_rate``;
     without it every result is its own group and the rate is 0.  ``errors/<type>`` is the
     fraction of results with that error type (``parse``, ``budget``, ...)."""
     groups = list(range(len(results))) if groups is None else list(groups)
-    s = summarize([{"result": r, "t0": t0, "prompt_id": g} for r, t0, g in zip(results, t0s, groups, strict=True)],
-                  eps, ks=())
+    s = summarize(
+        [{"result": r, "t0": t0, "prompt_id": g} for r, t0, g in zip(results, t0s, groups, strict=True)], eps, ks=()
+    )
     nan = float("nan")
     pick = lambda v: nan if v is None else float(v)  # noqa: E731
-    return {"parse_rate": s["parse_rate"], "correct_rate": s["correct_rate"],
-            "mean_fidelity": pick(s["mean_fidelity"]), "mean_t_count": pick(s["mean_t_count"]),
-            "compression": pick(s["compression"]), "violation_rate": pick(s["violation_rate"]),
-            "wrong_rewarded_rate": s["wrong_rewarded_rate"], "trivial_rate": s["trivial_rate"],
-            **{f"errors/{k}": v / s["completions"] for k, v in s["errors"].items()}}
+    return {
+        "parse_rate": s["parse_rate"],
+        "correct_rate": s["correct_rate"],
+        "mean_fidelity": pick(s["mean_fidelity"]),
+        "mean_t_count": pick(s["mean_t_count"]),
+        "compression": pick(s["compression"]),
+        "violation_rate": pick(s["violation_rate"]),
+        "wrong_rewarded_rate": s["wrong_rewarded_rate"],
+        "trivial_rate": s["trivial_rate"],
+        **{f"errors/{k}": v / s["completions"] for k, v in s["errors"].items()},
+    }
 
 
-__all__ = ["DEFAULT_EPS", "batch_metrics", "is_trivial", "mean_ci", "paired_prompt_difference",
-           "pass_at_k", "per_prompt_ci", "summarize", "summarize_by", "violates", "wrong_rewarded"]
+__all__ = [
+    "DEFAULT_EPS",
+    "batch_metrics",
+    "is_trivial",
+    "mean_ci",
+    "paired_prompt_difference",
+    "pass_at_k",
+    "per_prompt_ci",
+    "summarize",
+    "summarize_by",
+    "violates",
+    "wrong_rewarded",
+]

@@ -7,8 +7,8 @@ title that says what the data are.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from rubriq.rubric.engine import DIMENSION_NAMES
 
@@ -77,7 +77,7 @@ def learning_curves(metrics: Iterable[dict], out: str | Path, title: str = "GRPO
         key = f"rewards/{dim}/mean"
         pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None]
         if pts:
-            ax2.plot(*zip(*pts), marker=".", label=f"S_{dim}")
+            ax2.plot(*zip(*pts, strict=True), marker=".", label=f"S_{dim}")
     ax2.set(xlabel="training step", ylabel="mean dimension score (0-1)", title="rubric dimensions")
     ax2.set_ylim(-0.02, 1.02)
     ax2.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=8, ncol=3)
@@ -90,8 +90,11 @@ def phase_bars(summaries: dict[str, dict], out: str | Path, title: str = "Held-o
     with the 95% interval as an error bar where the summary has one (``correct_ci``, ``reward_ci``)."""
     plt = _pyplot()
     phases = list(summaries)
-    metrics = [("parse_rate", "parse rate", None), ("correct_rate", "fraction F_avg >= 0.99", "correct_ci"),
-               ("mean_reward", "mean reward", "reward_ci")]
+    metrics = [
+        ("parse_rate", "parse rate", None),
+        ("correct_rate", "fraction F_avg >= 0.99", "correct_ci"),
+        ("mean_reward", "mean reward", "reward_ci"),
+    ]
     fig, ax = plt.subplots(figsize=(8.5, 3.6))
     width = 0.8 / len(metrics)
     for i, (key, label, ci) in enumerate(metrics):
@@ -101,7 +104,10 @@ def phase_bars(summaries: dict[str, dict], out: str | Path, title: str = "Held-o
         if ci and all((summaries[p].get(ci) or [None])[0] is not None for p in phases):
             lo = [max(0.0, summaries[p][ci][1]) for p in phases]
             hi = [min(1.0, summaries[p][ci][2]) for p in phases]
-            yerr = [[max(0.0, h - l) for h, l in zip(heights, lo)], [max(0.0, u - h) for h, u in zip(heights, hi)]]
+            yerr = [
+                [max(0.0, h - low) for h, low in zip(heights, lo, strict=True)],
+                [max(0.0, u - h) for h, u in zip(heights, hi, strict=True)],
+            ]
         bars = ax.bar(xs, heights, width, label=label, yerr=yerr, capsize=3 if yerr else 0)
         ax.bar_label(bars, labels=[f"{h:.2f}" for h in heights], fontsize=7, padding=2)
     ax.set_xticks([p + width for p in range(len(phases))], phases)

@@ -9,10 +9,12 @@ metrics and reports can be recomputed without sampling again (``metrics.py``).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from rubriq.config import RubricConfig
+from rubriq.evaluation.settings import EvalSettings
 
 
 def dataset_of(row: dict) -> str:
@@ -27,9 +29,20 @@ def dataset_of(row: dict) -> str:
     return f"rewrite-{row['collection']}" if row.get("collection") else "synthesis"
 
 
-def generate(model: Any, tokenizer: Any, rows: list[dict], samples: int = 1, max_new_tokens: int = 256,
-             temperature: float = 0.0, top_p: float = 1.0, batch_size: int = 8, seed: int = 0,
-             progress: bool = True, description: str = "sampling", on_batch=None) -> list[dict]:
+def generate(
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict],
+    samples: int = 1,
+    max_new_tokens: int = 256,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    batch_size: int = 8,
+    seed: int = 0,
+    progress: bool = True,
+    description: str = "sampling",
+    on_batch=None,
+) -> list[dict]:
     """``samples`` completions per row (greedy when ``temperature`` is 0), batched, left-padded;
     ``on_batch(done, total)`` is called after each batch (the app's progress bar).  The console
     progress (``rubriq.progress``) advances with every generated token, so it moves within a
@@ -62,25 +75,41 @@ def generate(model: Any, tokenizer: Any, rows: list[dict], samples: int = 1, max
             return scores
 
     try:
-        with progress_bar(f"{description} ({len(jobs)} completions)", len(jobs), enabled=progress) as bar, \
-                torch.no_grad():
+        with (
+            progress_bar(f"{description} ({len(jobs)} completions)", len(jobs), enabled=progress) as bar,
+            torch.no_grad(),
+        ):
             for start in range(0, len(jobs), batch_size):
-                chunk = jobs[start:start + batch_size]
-                texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
-                         for r, _ in chunk]
+                chunk = jobs[start : start + batch_size]
+                texts = [
+                    tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
+                    for r, _ in chunk
+                ]
                 enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-                kwargs = {"do_sample": temperature > 0, "max_new_tokens": max_new_tokens,
-                          "pad_token_id": tokenizer.pad_token_id,
-                          "logits_processor": LogitsProcessorList([TokenTick(bar, 0.999 * len(chunk) / max_new_tokens)])}
+                kwargs = {
+                    "do_sample": temperature > 0,
+                    "max_new_tokens": max_new_tokens,
+                    "pad_token_id": tokenizer.pad_token_id,
+                    "logits_processor": LogitsProcessorList([TokenTick(bar, 0.999 * len(chunk) / max_new_tokens)]),
+                }
                 if temperature > 0:
                     kwargs.update(temperature=temperature, top_p=top_p)
                 out = model.generate(**enc, **kwargs)
-                decoded = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+                decoded = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
                 for (row, k), text in zip(chunk, decoded, strict=True):
-                    records.append({"prompt_id": row.get("id"), "family": row.get("family"),
-                                    "format": row.get("format"), "bucket": row.get("bucket"), "t0": row.get("t0"),
-                                    "target": row.get("target"), "dataset": dataset_of(row), "sample": k,
-                                    "text": text})
+                    records.append(
+                        {
+                            "prompt_id": row.get("id"),
+                            "family": row.get("family"),
+                            "format": row.get("format"),
+                            "bucket": row.get("bucket"),
+                            "t0": row.get("t0"),
+                            "target": row.get("target"),
+                            "dataset": dataset_of(row),
+                            "sample": k,
+                            "text": text,
+                        }
+                    )
                 bar.set(len(records))
                 if on_batch is not None:
                     on_batch(len(records), len(jobs))
@@ -89,18 +118,40 @@ def generate(model: Any, tokenizer: Any, rows: list[dict], samples: int = 1, max
     return records
 
 
-def score(records: list[dict], config: RubricConfig | None = None, workers: int = 1, progress: bool = True,
-          chunk: int = 8) -> list[dict]:
+def sample(
+    model: Any, tokenizer: Any, rows: list[dict], settings: EvalSettings, seed: int = 0, description: str = "sampling"
+) -> list[dict]:
+    """:func:`generate` with an ``evaluation:`` section's settings (samples, tokens, temperature,
+    top_p, batch size): how ``rubriq evaluate``, the quickstart and the studies sample a policy."""
+    return generate(
+        model,
+        tokenizer,
+        rows,
+        samples=settings.samples,
+        max_new_tokens=settings.max_new_tokens,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        batch_size=settings.batch_size,
+        seed=seed,
+        description=description,
+    )
+
+
+def score(
+    records: list[dict], config: RubricConfig | None = None, workers: int = 1, progress: bool = True, chunk: int = 8
+) -> list[dict]:
     """Add the rubric ``result`` to each record (each distinct (target, text) scored once),
     ``chunk`` completions at a time so that the progress moves."""
     from rubriq.evaluator.batch import BatchScorer
     from rubriq.progress import progress as progress_bar
 
     out: list[dict] = []
-    with BatchScorer(config, workers=workers) as scorer, \
-            progress_bar(f"scoring ({len(records)} completions)", len(records), enabled=progress) as bar:
+    with (
+        BatchScorer(config, workers=workers) as scorer,
+        progress_bar(f"scoring ({len(records)} completions)", len(records), enabled=progress) as bar,
+    ):
         for start in range(0, len(records), chunk):
-            part = records[start:start + chunk]
+            part = records[start : start + chunk]
             results = scorer.results([r["text"] for r in part], [r["target"] for r in part])
             out += [{**r, "result": res.to_dict()} for r, res in zip(part, results, strict=True)]
             bar.advance(len(part))
@@ -125,7 +176,7 @@ def load_records(path: str | Path) -> list[dict]:
             continue
         try:
             record = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise ValueError(f"{path}, line {number}: not JSON ({exc.msg})") from None
         if not isinstance(record, dict):
             raise ValueError(f"{path}, line {number}: a record must be a JSON object, got {type(record).__name__}")

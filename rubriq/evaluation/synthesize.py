@@ -30,15 +30,26 @@ log = logging.getLogger(__name__)
 
 # keyword -> target name (first match wins; longer phrases first)
 KEYWORDS = (
-    ("quantum phase estimation", "qpe"), ("phase estimation", "qpe"), ("qpe", "qpe"),
-    ("quantum fourier transform", "qft"), ("fourier", "qft"), ("qft", "qft"),
-    ("heisenberg", "heisenberg"), ("transverse-field ising", "tfim"), ("transverse field ising", "tfim"),
-    ("ising", "tfim"), ("tfim", "tfim"), ("amplitude encoding", "amplitude_encoding"),
-    ("angle encoding", "angle_encoding"), ("basis encoding", "basis_encoding"),
+    ("quantum phase estimation", "qpe"),
+    ("phase estimation", "qpe"),
+    ("qpe", "qpe"),
+    ("quantum fourier transform", "qft"),
+    ("fourier", "qft"),
+    ("qft", "qft"),
+    ("heisenberg", "heisenberg"),
+    ("transverse-field ising", "tfim"),
+    ("transverse field ising", "tfim"),
+    ("ising", "tfim"),
+    ("tfim", "tfim"),
+    ("amplitude encoding", "amplitude_encoding"),
+    ("angle encoding", "angle_encoding"),
+    ("basis encoding", "basis_encoding"),
 )
-UNDERSTOOD = ("a N-qubit QFT / quantum Fourier transform (inverse: 'inverse QFT'), N-qubit quantum phase "
-              "estimation (phase p), N-qubit Heisenberg or transverse-field Ising evolution (time t), N-qubit "
-              "amplitude / angle / basis encoding")
+UNDERSTOOD = (
+    "a N-qubit QFT / quantum Fourier transform (inverse: 'inverse QFT'), N-qubit quantum phase "
+    "estimation (phase p), N-qubit Heisenberg or transverse-field Ising evolution (time t), N-qubit "
+    "amplitude / angle / basis encoding"
+)
 
 
 class SpecNotUnderstood(ValueError):
@@ -57,8 +68,10 @@ def target_from_text(text: str) -> Target:
     name = next((t for k, t in KEYWORDS if k in low), None)
     size = re.search(r"(\d+)\s*-?\s*qubits?", low)
     if name is None or size is None:
-        raise SpecNotUnderstood(f"cannot map this text to a target; I understand: {UNDERSTOOD}. Or pass "
-                                f"--target ({', '.join(sorted(TARGETS))}) and --qubits")
+        raise SpecNotUnderstood(
+            f"cannot map this text to a target; I understand: {UNDERSTOOD}. Or pass "
+            f"--target ({', '.join(sorted(TARGETS))}) and --qubits"
+        )
     params: dict[str, Any] = {}
     if name == "qft" and "inverse" in low:
         params["inverse"] = True
@@ -79,10 +92,23 @@ class Synthesis:
     optimized: dict | None = None
 
 
-def synthesize(target: Target, model: str = "embedded", n: int = 16, fmt: str = "qasm2",
-               temperature: float = 0.8, top_p: float = 0.95, max_new_tokens: int = 512,
-               eps: float = DEFAULT_EPS, optimize: bool = False, seed: int = 0, config=None,
-               policy=None, evaluator=None, on_batch=None, style: str | None = None) -> Synthesis:
+def synthesize(
+    target: Target,
+    model: str = "embedded",
+    n: int = 16,
+    fmt: str = "qasm2",
+    temperature: float = 0.8,
+    top_p: float = 0.95,
+    max_new_tokens: int = 512,
+    eps: float = DEFAULT_EPS,
+    optimize: bool = False,
+    seed: int = 0,
+    config=None,
+    policy=None,
+    evaluator=None,
+    on_batch=None,
+    style: str | None = None,
+) -> Synthesis:
     """``policy``: an already loaded (tokenizer, model) pair (else ``model`` is loaded);
     ``evaluator``: a RubriQEvaluator for ``target`` to reuse; ``on_batch(done, total)``:
     generation progress; ``style``: the prompt style (default: the one ``model`` was trained
@@ -93,11 +119,26 @@ def synthesize(target: Target, model: str = "embedded", n: int = 16, fmt: str = 
 
     style = style or (prompt_style_of(model) if policy is None else "full")
     tokenizer, model_ = policy if policy is not None else load_policy(model)
-    row = {"id": f"{target.name}-{target.num_qubits}", "prompt": target.prompt(fmt, style), "format": fmt,
-           "target": target.spec(), "t0": target.t0}
-    records = generate(model_, tokenizer, [row], samples=n, max_new_tokens=max_new_tokens, temperature=temperature,
-                       top_p=top_p, seed=seed, description="sampling candidates", on_batch=on_batch,
-                       progress=on_batch is None)
+    row = {
+        "id": f"{target.name}-{target.num_qubits}",
+        "prompt": target.prompt(fmt, style),
+        "format": fmt,
+        "target": target.spec(),
+        "t0": target.t0,
+    }
+    records = generate(
+        model_,
+        tokenizer,
+        [row],
+        samples=n,
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        description="sampling candidates",
+        on_batch=on_batch,
+        progress=on_batch is None,
+    )
     evaluator = evaluator or RubriQEvaluator(target=target, config=config)
     out = Synthesis(target)
     for rec in records:
@@ -121,8 +162,11 @@ def post_pass(circuit: QuantumCircuit, evaluator, eps: float = DEFAULT_EPS) -> d
 
     base = evaluator.evaluate_circuit(circuit)
     best = None
-    for name, route in (("pyzx_teleport", pyzx_teleport), ("pyzx_full_reduce", pyzx_full_reduce),
-                        ("qiskit_o3", qiskit_o3)):
+    for name, route in (
+        ("pyzx_teleport", pyzx_teleport),
+        ("pyzx_full_reduce", pyzx_full_reduce),
+        ("qiskit_o3", qiskit_o3),
+    ):
         try:
             candidate = route(circuit)
         except Exception as exc:  # noqa: BLE001 - a compiler failing on one circuit is not fatal

@@ -20,17 +20,16 @@ from qiskit import QuantumCircuit
 
 from rubriq.budget import BudgetExceeded, Deadline
 from rubriq.cache import LRUCache
+from rubriq.circuit.facts import CircuitFacts
+from rubriq.circuit.gates import UnsupportedCircuitError
 from rubriq.config import ExtractionConfig, RubricConfig
 from rubriq.evaluator.result import EvaluationResult
 from rubriq.extract.cascade import extract
 from rubriq.rubric.base import ScoringContext
 from rubriq.rubric.engine import RubricScores, score_facts
-from rubriq.circuit.facts import CircuitFacts
-from rubriq.circuit.gates import UnsupportedCircuitError
 from rubriq.sim import certified_first
 from rubriq.sim.exact import SimulationTooLargeError
 from rubriq.targets import Target, make_target
-
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +43,17 @@ class RubriQEvaluator:
     A ready :class:`~rubriq.targets.Target` can be passed as ``target=``.
     """
 
-    def __init__(self, target_algorithm: str | None = None, num_qubits: int | None = None, *,
-                 target: Target | None = None, target_qasm: str | None = None,
-                 config: RubricConfig | None = None, cache_size: int = 4096, **target_params: Any) -> None:
+    def __init__(
+        self,
+        target_algorithm: str | None = None,
+        num_qubits: int | None = None,
+        *,
+        target: Target | None = None,
+        target_qasm: str | None = None,
+        config: RubricConfig | None = None,
+        cache_size: int = 4096,
+        **target_params: Any,
+    ) -> None:
         if target is None:
             if target_algorithm is None:
                 raise ValueError("pass target_algorithm=... (see `rubriq targets`) or target=...")
@@ -64,7 +71,7 @@ class RubriQEvaluator:
         self.context = ScoringContext(config=self.config, target=target)
         self._cache: LRUCache[str, EvaluationResult] = LRUCache(cache_size)
         self._scores: LRUCache[tuple, RubricScores] = LRUCache(cache_size)
-        self._executor = None
+        self._executor: Any = None
         self._executor_workers = 0
         self.stats = {"evaluations": 0, "text_cache_hits": 0, "circuit_cache_hits": 0, "scored": 0}
         self.sandbox_problems = check_sandbox(self.config)
@@ -80,8 +87,9 @@ class RubriQEvaluator:
         result = self._cache[key] = self._evaluate(text)
         return result
 
-    def evaluate_circuit(self, circuit: QuantumCircuit, strategy: str = "circuit",
-                         deadline: Deadline | None = None) -> EvaluationResult:
+    def evaluate_circuit(
+        self, circuit: QuantumCircuit, strategy: str = "circuit", deadline: Deadline | None = None
+    ) -> EvaluationResult:
         """Score a QuantumCircuit directly (no extraction)."""
         result = EvaluationResult(parsed=True, strategy=strategy, target=self.target.spec())
         deadline = deadline or Deadline(self.config.budget.time_s)
@@ -147,8 +155,9 @@ class RubriQEvaluator:
             workers = (os.cpu_count() or 1) if len(todo) >= 8 else 1
         if workers > 1 and len(todo) > 1:
             try:
-                for text, result in zip(todo, self._pool(workers).map(_worker_evaluate, todo, chunksize=1),
-                                        strict=True):
+                for text, result in zip(
+                    todo, self._pool(workers).map(_worker_evaluate, todo, chunksize=1), strict=True
+                ):
                     self._cache[text] = result
             except Exception:  # a broken worker pool must not stop training: finish sequentially
                 self.close()
@@ -162,8 +171,11 @@ class RubriQEvaluator:
 
             self.close()
             self._executor = ProcessPoolExecutor(
-                workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init,
-                initargs=(self.target.spec(), self.config.to_dict()))
+                workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_init,
+                initargs=(self.target.spec(), self.config.to_dict()),
+            )
             self._executor_workers = workers
         return self._executor
 
@@ -184,12 +196,12 @@ class RubriQEvaluator:
         if extraction.circuit is None:
             kind = "sandbox" if extraction.sandbox_error else "parse"
             return _failed(EvaluationResult(target=self.target.spec()), kind, extraction.error)
-        result = self.evaluate_circuit(extraction.circuit, extraction.strategy, deadline)
+        result = self.evaluate_circuit(extraction.circuit, extraction.strategy or "circuit", deadline)
         result.sandbox = extraction.sandbox
         return result
 
 
-_WORKER: "RubriQEvaluator | None" = None
+_WORKER: RubriQEvaluator | None = None
 
 
 def _worker_init(spec: dict, config: dict) -> None:
@@ -217,8 +229,11 @@ def check_sandbox(config: RubricConfig) -> tuple[str, ...]:
     problems = environment_problems()
     if problems and problems not in _WARNED:
         _WARNED.add(problems)
-        consequence = ("Python completions will get error_type='sandbox'" if config.extraction.sandbox_strict else
-                       "Python completions will run with missing isolation layers (extraction.sandbox_strict is off)")
+        consequence = (
+            "Python completions will get error_type='sandbox'"
+            if config.extraction.sandbox_strict
+            else "Python completions will run with missing isolation layers (extraction.sandbox_strict is off)"
+        )
         log.warning("RubriQ sandbox: %s. %s; see `rubriq doctor` and SECURITY.md.", "; ".join(problems), consequence)
     return problems
 
@@ -227,8 +242,11 @@ def check_backend(backend: str) -> None:
     """Fail at construction, with the install command, if an optional backend is missing."""
     from rubriq.sim.torch_backend import BackendUnavailable
 
-    needs = {"torch": ("torch", "pip install torch"), "cudaq": ("cudaq", "pip install cudaq"),
-             "qcec": ("mqt.qcec", "pip install mqt.qcec")}
+    needs = {
+        "torch": ("torch", "pip install torch"),
+        "cudaq": ("cudaq", "pip install cudaq"),
+        "qcec": ("mqt.qcec", "pip install mqt.qcec"),
+    }
     if backend in needs:
         import importlib.util
 
@@ -260,7 +278,8 @@ def completion_limits(target: Target, extraction: ExtractionConfig) -> Extractio
         extraction,
         max_qasm_bytes=max(extraction.max_qasm_bytes, 8 * len(qasm.encode())),
         max_qubits=max(extraction.max_qubits, target.num_qubits),
-        max_gates=max(extraction.max_gates, 16 * len(gates)))
+        max_gates=max(extraction.max_gates, 16 * len(gates)),
+    )
 
 
 def _failed(result: EvaluationResult, kind: str, message: str | None) -> EvaluationResult:

@@ -77,8 +77,10 @@ class BatchScorer:
     def results(self, texts: list[str], specs: list[str | dict]) -> list[EvaluationResult]:
         """One result per (text, spec), in order; each distinct pair scored once."""
         if len(specs) != len(texts):
-            raise ValueError(f"{len(texts)} completions but {len(specs)} targets: the dataset needs a 'target' column "
-                             "(rubriq data build writes it)")
+            raise ValueError(
+                f"{len(texts)} completions but {len(specs)} targets: the dataset needs a 'target' column "
+                "(rubriq data build writes it)"
+            )
         start = time.perf_counter()
         keys = [(spec_key(s), t) for s, t in zip(specs, texts, strict=True)]
         self.stats["requests"] += len(keys)
@@ -107,8 +109,12 @@ class BatchScorer:
             from concurrent.futures import ProcessPoolExecutor
 
             self.close()
-            self._pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_worker_init, initargs=(self.config.to_dict(),))
+            self._pool = ProcessPoolExecutor(
+                workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_worker_init,
+                initargs=(self.config.to_dict(),),
+            )
             self._pool_workers = workers
         return self._pool
 

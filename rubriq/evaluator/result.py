@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from qiskit import QuantumCircuit
 
@@ -64,6 +65,7 @@ class EvaluationResult:
     circuit: QuantumCircuit | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
+        """The result as JSON-ready values (no circuit; NaN and inf become None)."""
         out = {k: v for k, v in self.__dict__.items() if k != "circuit"}
         return _jsonable(out)
 

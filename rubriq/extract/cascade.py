@@ -24,15 +24,15 @@ reasons of every failure are kept so that a reward of 0 always comes with an exp
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from qiskit import QuantumCircuit
 
 from rubriq.budget import NO_DEADLINE, Deadline
 from rubriq.config import ExtractionConfig
-from rubriq.extract.sandbox import SANDBOX_METADATA, SandboxUnavailable, run_python
 from rubriq.extract.qasm import QASMLimits, load_qasm
+from rubriq.extract.sandbox import SANDBOX_METADATA, SandboxUnavailable, run_python
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _QASM_TAGS = {"qasm", "openqasm", "qasm2", "qasm3", "openqasm2", "openqasm3"}
@@ -64,8 +64,12 @@ class Extraction:
 
 
 def _limits(cfg: ExtractionConfig) -> QASMLimits:
-    return QASMLimits(max_bytes=cfg.max_qasm_bytes, max_qubits=cfg.max_qubits,
-                      max_nesting=cfg.max_nesting, max_controls=cfg.max_controls)
+    return QASMLimits(
+        max_bytes=cfg.max_qasm_bytes,
+        max_qubits=cfg.max_qubits,
+        max_nesting=cfg.max_nesting,
+        max_controls=cfg.max_controls,
+    )
 
 
 def direct_qasm(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLINE) -> QuantumCircuit:

@@ -61,7 +61,7 @@ def precheck_program(program: str, limits: QASMLimits) -> None:
     code = _STRING.sub('""', program)  # non-ASCII is fine in string literals (and comments, gone by now)
     if not code.isascii():
         bad = next(ch for ch in code if not ch.isascii())
-        line = code[:code.index(bad)].count("\n") + 1
+        line = code[: code.index(bad)].count("\n") + 1
         raise QASMError(f"line {line}: non-ASCII character {bad!r} outside a comment or string")
     for literal in _INT_LITERAL.findall(program):
         if len(literal) > limits.max_int_digits:
@@ -123,8 +123,7 @@ def _parse(text: str, version: int) -> QuantumCircuit:
         return qasm3.loads(text)
     from qiskit import qasm2
 
-    return qasm2.loads(text, include_path=(), custom_instructions=_custom_gates_for_qasm2(text),
-                       strict=False)
+    return qasm2.loads(text, include_path=(), custom_instructions=_custom_gates_for_qasm2(text), strict=False)
 
 
 _POSITION = re.compile(r"^(?:<input>:)?(\d+),(\d+):\s*")
@@ -140,7 +139,7 @@ def _describe(exc: BaseException, program: str = "") -> str:
     lines = program.splitlines()
     if m and 0 < int(m.group(1)) <= len(lines):
         statement = lines[int(m.group(1)) - 1].strip()
-        return f"line {m.group(1)} `{statement[:120]}`: {first[m.end():][:300]}"
+        return f"line {m.group(1)} `{statement[:120]}`: {first[m.end() :][:300]}"
     if isinstance(exc, IndexError) or not first:
         where = _out_of_range(program)
         if where:
@@ -158,8 +157,10 @@ def _out_of_range(program: str) -> str | None:
             continue
         for name, index in _INDEX.findall(line):
             if name in sizes and int(index) >= sizes[name]:
-                return (f"line {number} `{line.strip()[:120]}`: qubit {name}[{index}] is out of range "
-                        f"(register {name} has {sizes[name]} qubits)")
+                return (
+                    f"line {number} `{line.strip()[:120]}`: qubit {name}[{index}] is out of range "
+                    f"(register {name} has {sizes[name]} qubits)"
+                )
     return None
 
 

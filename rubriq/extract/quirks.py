@@ -17,12 +17,39 @@ cx q[0], q[1];
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 _KEYWORDS = (
-    "OPENQASM", "include", "qreg", "creg", "qubit", "bit", "gate", "opaque", "measure", "barrier",
-    "reset", "if", "for", "while", "def", "input", "output", "const", "let", "ctrl", "inv", "pow",
-    "gphase", "box", "extern", "float", "int", "uint", "angle", "bool",
+    "OPENQASM",
+    "include",
+    "qreg",
+    "creg",
+    "qubit",
+    "bit",
+    "gate",
+    "opaque",
+    "measure",
+    "barrier",
+    "reset",
+    "if",
+    "for",
+    "while",
+    "def",
+    "input",
+    "output",
+    "const",
+    "let",
+    "ctrl",
+    "inv",
+    "pow",
+    "gphase",
+    "box",
+    "extern",
+    "float",
+    "int",
+    "uint",
+    "angle",
+    "bool",
 )
 
 
@@ -69,9 +96,21 @@ def _string_end(text: str, i: int) -> int:
 def unicode_symbols(text: str) -> str:
     """pi written as the Greek letter, typographic minus, dashes and quotes, a byte-order mark,
     zero-width and non-breaking spaces."""
-    for old, new in (("\u03c0", "pi"), ("\u2212", "-"), ("\u2013", "-"), ("\u2014", "-"), ("\u201c", '"'),
-                     ("\u201d", '"'), ("\u2018", "'"), ("\u2019", "'"), ("\u00d7", "*"), ("\u00a0", " "),
-                     ("\ufeff", ""), ("\u200b", ""), ("\r\n", "\n")):
+    for old, new in (
+        ("\u03c0", "pi"),
+        ("\u2212", "-"),
+        ("\u2013", "-"),
+        ("\u2014", "-"),
+        ("\u201c", '"'),
+        ("\u201d", '"'),
+        ("\u2018", "'"),
+        ("\u2019", "'"),
+        ("\u00d7", "*"),
+        ("\u00a0", " "),
+        ("\ufeff", ""),
+        ("\u200b", ""),
+        ("\r\n", "\n"),
+    ):
         text = text.replace(old, new)
     return text
 
@@ -105,8 +144,16 @@ def python_constants(text: str) -> str:
     return re.sub(r"\b(?:np|numpy|math)\.pi\b", "pi", text)
 
 
-_ALIASES = {"cnot": "cx", "CNOT": "cx", "toffoli": "ccx", "fredkin": "cswap", "tdag": "tdg",
-            "sdag": "sdg", "tdagger": "tdg", "sdagger": "sdg"}
+_ALIASES = {
+    "cnot": "cx",
+    "CNOT": "cx",
+    "toffoli": "ccx",
+    "fredkin": "cswap",
+    "tdag": "tdg",
+    "sdag": "sdg",
+    "tdagger": "tdg",
+    "sdagger": "sdg",
+}
 
 
 def gate_aliases(text: str) -> str:
@@ -115,11 +162,22 @@ def gate_aliases(text: str) -> str:
     return pattern.sub(lambda m: m.group(1) + m.group(2) + _ALIASES[m.group(3)], text)
 
 
-_MULTI = {"ccz": "z", "cccz": "z", "mcz": "z", "cccx": "x", "ccccx": "x", "c3x": "x", "c4x": "x", "mcx": "x",
-          "mct": "x", "mcx_gray": "x"}
+_MULTI = {
+    "ccz": "z",
+    "cccz": "z",
+    "mcz": "z",
+    "cccx": "x",
+    "ccccx": "x",
+    "c3x": "x",
+    "c4x": "x",
+    "mcx": "x",
+    "mct": "x",
+    "mcx_gray": "x",
+}
 _QASM2_BY_ARITY = {"x": {2: "cx", 3: "ccx", 4: "c3x", 5: "c4x"}, "z": {2: "cz", 3: "ccz"}}
-_MULTI_STATEMENT = re.compile(r"(^|;|\{)(\s*)(" + "|".join(sorted(_MULTI, key=len, reverse=True)) +
-                              r")\s+([^;(]+);", re.M)
+_MULTI_STATEMENT = re.compile(
+    r"(^|;|\{)(\s*)(" + "|".join(sorted(_MULTI, key=len, reverse=True)) + r")\s+([^;(]+);", re.M
+)
 
 
 def multi_controlled(text: str) -> str:
@@ -157,8 +215,10 @@ def bare_measurements(text: str) -> str:
     return re.sub(r"(^|;)(\s*)measure\s+[^;>=]+;", r"\1\2", text, flags=re.M)
 
 
-_FOR = re.compile(r"\bfor\s+(?:(?:u?int|const\s+int)(?:\s*\[\s*\d+\s*\])?\s+)?([A-Za-z_]\w*)\s+in\s*"
-                  r"(\[[^\]]*\]|\{[^}]*\})\s*\{([^{}]*)\}")
+_FOR = re.compile(
+    r"\bfor\s+(?:(?:u?int|const\s+int)(?:\s*\[\s*\d+\s*\])?\s+)?([A-Za-z_]\w*)\s+in\s*"
+    r"(\[[^\]]*\]|\{[^}]*\})\s*\{([^{}]*)\}"
+)
 MAX_UNROLLED = 4096
 """Most loop iterations unrolled per loop (beyond, the loop is left to the parser)."""
 
@@ -173,8 +233,10 @@ def for_loops(text: str) -> str:
     """
 
     def values(spec: str) -> list[int] | None:
-        nums = [p.strip() for p in spec[1:-1].replace(",", ":" if spec[0] == "[" else ",").split(
-            ":" if spec[0] == "[" else ",")]
+        nums = [
+            p.strip()
+            for p in spec[1:-1].replace(",", ":" if spec[0] == "[" else ",").split(":" if spec[0] == "[" else ",")
+        ]
         try:
             ints = [int(v) for v in nums if v]
         except ValueError:
@@ -206,8 +268,15 @@ def for_loops(text: str) -> str:
 
 
 RULES: tuple[Callable[[str], str], ...] = (
-    unicode_symbols, comments, markdown_fences, prose_lines, python_constants, gate_aliases, multi_controlled,
-    bare_measurements, for_loops,
+    unicode_symbols,
+    comments,
+    markdown_fences,
+    prose_lines,
+    python_constants,
+    gate_aliases,
+    multi_controlled,
+    bare_measurements,
+    for_loops,
 )
 
 _QASM3_MARKERS = re.compile(

@@ -22,10 +22,12 @@ from qiskit import QuantumCircuit
 from qiskit.circuit import Gate
 
 from rubriq.circuit.gates import STANDARD_GATES, STRIPPED_INSTRUCTIONS
+
 ALLOWED_GATES: dict[str, Gate] = {
     name: gate for name, gate in STANDARD_GATES.items() if isinstance(gate, Gate) and name != "delay"
 }
 """Every Qiskit standard unitary gate, by name."""
+
 
 class PayloadError(ValueError):
     """The child's circuit description is malformed or over a cap."""
@@ -76,13 +78,18 @@ def payload_to_circuit(payload: Any, max_qubits: int = 64, max_ops: int = 200_00
         template = ALLOWED_GATES.get(name) if isinstance(name, str) else None
         if template is None:
             raise PayloadError(f"gate {str(name)[:40]!r} is not allow-listed")
-        if (not isinstance(qubits, list) or len(qubits) != template.num_qubits
-                or not all(isinstance(q, int) and not isinstance(q, bool) and 0 <= q < n for q in qubits)
-                or len(set(qubits)) != len(qubits)):
+        if (
+            not isinstance(qubits, list)
+            or len(qubits) != template.num_qubits
+            or not all(isinstance(q, int) and not isinstance(q, bool) and 0 <= q < n for q in qubits)
+            or len(set(qubits)) != len(qubits)
+        ):
             raise PayloadError(f"bad qubits {str(qubits)[:80]} for {name}")
-        if (not isinstance(params, list) or len(params) != len(template.params)
-                or not all(isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p)
-                           for p in params)):
+        if (
+            not isinstance(params, list)
+            or len(params) != len(template.params)
+            or not all(isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p) for p in params)
+        ):
             raise PayloadError(f"bad parameters {str(params)[:80]} for {name}")
         gate = type(template)(*[float(p) for p in params]) if params else template
         circuit.append(gate, qubits)

@@ -25,7 +25,7 @@ import math
 
 from qiskit import QuantumCircuit
 
-from rubriq.circuit.backends import get_backend
+from rubriq.circuit.backends import error_rates, get_backend
 
 
 def with_measurements(circuit: QuantumCircuit) -> QuantumCircuit:
@@ -76,7 +76,7 @@ def _counts(result) -> dict[str, int]:
     return dict(getattr(data, name).get_counts())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ibm_noisy_simulator(backend: str):
     """Aer with the fake backend's noise model, built once per backend (building it for a
     156-qubit device takes ~30 s, which local mode would otherwise pay at every run)."""
@@ -100,11 +100,11 @@ def ionq_noise_model(backend: str):
     """Aer noise model from the catalog's (cited) IonQ error rates."""
     from qiskit_aer.noise import NoiseModel, ReadoutError, depolarizing_error
 
-    spec = get_backend(backend)
+    rates = error_rates(backend)
     model = NoiseModel(basis_gates=["unitary"])
-    model.add_all_qubit_quantum_error(depolarizing_error(spec.error_1q, 1), ["gpi", "gpi2"])
-    model.add_all_qubit_quantum_error(depolarizing_error(spec.error_2q, 2), ["ms", "zz"])
-    e = spec.error_readout
+    model.add_all_qubit_quantum_error(depolarizing_error(rates["error_1q"], 1), ["gpi", "gpi2"])
+    model.add_all_qubit_quantum_error(depolarizing_error(rates["error_2q"], 2), ["ms", "zz"])
+    e = rates["error_readout"]
     model.add_all_qubit_readout_error(ReadoutError([[1 - e, e], [e, 1 - e]]))
     return model
 

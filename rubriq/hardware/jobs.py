@@ -77,4 +77,3 @@ class JobStore:
         entry.update(fields, updated=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         self.save()
         return entry
-

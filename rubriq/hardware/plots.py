@@ -18,13 +18,21 @@ def kl_plot(rows: list[dict], out: str | Path, threshold: float = 0.05) -> Path:
         by = {r["circuit"]: r for r in rows if r["backend"] == b}
         xs = [c + i * width for c in range(len(circuits))]
         mode = next(iter(by.values()))["mode"]
-        ax.bar(xs, [by[c]["kl"] if c in by else 0 for c in circuits], width,
-               label=f"{b} ({'hardware' if mode == 'hardware' else 'offline noisy emulation'})")
+        ax.bar(
+            xs,
+            [by[c]["kl"] if c in by else 0 for c in circuits],
+            width,
+            label=f"{b} ({'hardware' if mode == 'hardware' else 'offline noisy emulation'})",
+        )
     ax.axhline(threshold, color="crimson", linestyle="--", label=f"threshold {threshold}")
-    ax.set_xticks([c + width * (len(backends) - 1) / 2 for c in range(len(circuits))], circuits, rotation=20,
-                  ha="right")
-    ax.set(ylabel="KL(sampled || noiseless) [nats]", xlabel="circuit",
-           title=f"Output-distribution divergence, {rows[0]['shots'] if rows else ''} shots")
+    ax.set_xticks(
+        [c + width * (len(backends) - 1) / 2 for c in range(len(circuits))], circuits, rotation=20, ha="right"
+    )
+    ax.set(
+        ylabel="KL(sampled || noiseless) [nats]",
+        xlabel="circuit",
+        title=f"Output-distribution divergence, {rows[0]['shots'] if rows else ''} shots",
+    )
     ax.set_yscale("log")
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)

@@ -27,9 +27,10 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from qiskit import QuantumCircuit, qasm2
 
@@ -56,7 +57,7 @@ def circuit_from_file(path: Path) -> QuantumCircuit:
     return found.circuit
 
 
-def load_circuits(paths: list[str | Path], top_k: int = 5) -> dict[str, QuantumCircuit]:
+def load_circuits(paths: Sequence[str | Path], top_k: int = 5) -> dict[str, QuantumCircuit]:
     """Name -> circuit from files (``.qasm``, ``.py``, any text the scorer reads), folders of
     ``.qasm`` files, or the top-k correct circuits of an evaluation JSONL."""
     out: dict[str, QuantumCircuit] = {}
@@ -76,15 +77,17 @@ def load_circuits(paths: list[str | Path], top_k: int = 5) -> dict[str, QuantumC
         else:
             out[p.stem] = circuit_from_file(p)
     if not out:
-        raise InputError("no circuits to run: " + ", ".join(map(str, paths)) + " gave none (an evaluation JSONL "
-                         "contributes only functionally correct completions)")
+        raise InputError(
+            "no circuits to run: " + ", ".join(map(str, paths)) + " gave none (an evaluation JSONL "
+            "contributes only functionally correct completions)"
+        )
     return out
 
 
 def top_k_from_records(path: Path, k: int) -> dict[str, QuantumCircuit]:
     """The k best-rewarded functionally correct completions of a saved evaluation."""
-    from rubriq.evaluator.result import is_correct
     from rubriq.evaluation.sampling import load_records
+    from rubriq.evaluator.result import is_correct
     from rubriq.extract.cascade import extract
 
     try:
@@ -92,7 +95,7 @@ def top_k_from_records(path: Path, k: int) -> dict[str, QuantumCircuit]:
     except ValueError as exc:
         raise InputError(f"{path}: {exc}") from None
     records.sort(key=lambda r: -float(r["result"].get("reward") or 0.0))
-    out = {}
+    out: dict[str, QuantumCircuit] = {}
     for r in records:
         if len(out) == k:
             break
@@ -131,8 +134,9 @@ class RealProvider:
 
             # the circuit was laid out on the snapshot; re-target it to the live device's current
             # calibration (faulty qubits, changed gate set) so the runtime accepts it as ISA
-            isa = generate_preset_pass_manager(optimization_level=1, backend=self.device,
-                                               seed_transpiler=42).run(circuit)
+            isa = generate_preset_pass_manager(optimization_level=1, backend=self.device, seed_transpiler=42).run(
+                circuit
+            )
             return SamplerV2(mode=self.device).run([isa], shots=shots).job_id()
         return self.device.run(circuit, shots=shots).job_id()
 
@@ -187,32 +191,48 @@ class HardwareRun:
         for backend in self.backends:
             mode = self.mode(backend)
             if mode == "emulation" and not self.dry_run:
-                self.say(f"{backend}: no token for {get_backend(backend).provider.upper()} (or --offline): running "
-                         "the OFFLINE noisy emulation, not the device")
+                self.say(
+                    f"{backend}: no token for {get_backend(backend).provider.upper()} (or --offline): running "
+                    "the OFFLINE noisy emulation, not the device"
+                )
             for name, circuit in circuits.items():
                 measured = with_measurements(circuit)
                 t = transpile_for(measured, backend, seed=self.seed)
-                row = {"backend": backend, "circuit": name, "mode": mode, "shots": self.shots,
-                       "qubits": circuit.num_qubits, "depth": t.depth, "two_qubit_gates": t.two_qubit_gates,
-                       "swaps_inserted": t.swaps_inserted, "gate_counts": t.gate_counts}
+                row = {
+                    "backend": backend,
+                    "circuit": name,
+                    "mode": mode,
+                    "shots": self.shots,
+                    "qubits": circuit.num_qubits,
+                    "depth": t.depth,
+                    "two_qubit_gates": t.two_qubit_gates,
+                    "swaps_inserted": t.swaps_inserted,
+                    "gate_counts": t.gate_counts,
+                }
                 if self.dry_run:
                     rows.append(row)
                     continue
                 key = job_key(backend, name, qasm2.dumps(measured), self.shots)
                 counts = self._counts(store, key, backend, name, t.circuit, mode)
                 if counts is None:
-                    row["status"] = store.get(key).get("status")
+                    row["status"] = (store.get(key) or {}).get("status")
                     rows.append(row)
                     continue
                 ideal = ideal_distribution(measured)
                 kl = kl_divergence(counts, ideal)
-                row.update(status="done", job_id=(store.get(key) or {}).get("job_id"), kl=kl,
-                           flagged=kl > self.threshold, counts=counts)
+                row.update(
+                    status="done",
+                    job_id=(store.get(key) or {}).get("job_id"),
+                    kl=kl,
+                    flagged=kl > self.threshold,
+                    counts=counts,
+                )
                 rows.append(row)
         return rows
 
-    def _counts(self, store: JobStore, key: str, backend: str, name: str, circuit: QuantumCircuit,
-                mode: str) -> dict[str, int] | None:
+    def _counts(
+        self, store: JobStore, key: str, backend: str, name: str, circuit: QuantumCircuit, mode: str
+    ) -> dict[str, int] | None:
         """Counts of a finished job (saved, polled or emulated now); None while a job is pending."""
         from rubriq.hardware.emulate import emulate
 
@@ -220,18 +240,32 @@ class HardwareRun:
         if entry and entry.get("counts") is not None:
             self.say(f"{backend}/{name}: finished earlier (job {entry.get('job_id')}), not resubmitted")
             return entry["counts"]
+        counts: dict[str, int] | None
         if mode == "emulation":
             counts = emulate(circuit, backend, self.shots, self.seed)
-            store.record(key, backend=backend, circuit=name, shots=self.shots, mode=mode, job_id=None,
-                         status="DONE", counts=counts)
+            store.record(
+                key,
+                backend=backend,
+                circuit=name,
+                shots=self.shots,
+                mode=mode,
+                job_id=None,
+                status="DONE",
+                counts=counts,
+            )
             return counts
         provider = self.providers.get(backend)
         if provider is None:
-            provider = self.providers[backend] = RealProvider(backend, token_for(get_backend(backend).provider))
+            token = token_for(get_backend(backend).provider)
+            if token is None:  # mode() said hardware only because a token is set
+                raise RuntimeError(f"{backend}: no API token in the environment")
+            provider = self.providers[backend] = RealProvider(backend, token)
         job_id = (entry or {}).get("job_id") or self._unstored_ids.get(key)
         if entry and entry.get("job_id_withheld") and not job_id:
-            self.say(f"{backend}/{name}: submitted earlier, but the provider's job id contained the API token and "
-                     "was not stored: find the job in the provider's console (not resubmitted)")
+            self.say(
+                f"{backend}/{name}: submitted earlier, but the provider's job id contained the API token and "
+                "was not stored: find the job in the provider's console (not resubmitted)"
+            )
             return None
         if job_id:
             status, counts = provider.poll(job_id)
@@ -243,8 +277,16 @@ class HardwareRun:
             withheld = contains_secret(job_id)
             if withheld:
                 self._unstored_ids[key] = job_id
-            store.record(key, backend=backend, circuit=name, shots=self.shots, mode=mode,
-                         job_id=None if withheld else job_id, job_id_withheld=withheld, status="SUBMITTED")
+            store.record(
+                key,
+                backend=backend,
+                circuit=name,
+                shots=self.shots,
+                mode=mode,
+                job_id=None if withheld else job_id,
+                job_id_withheld=withheld,
+                status="SUBMITTED",
+            )
             self.say(f"{backend}/{name}: submitted job {job_id}")
             status, counts = provider.poll(job_id)
         store.record(key, status=status, counts=counts)
@@ -264,11 +306,26 @@ def write_results(rows: list[dict], out: Path, threshold: float = KL_THRESHOLD) 
 def dry_run_table(rows: list[dict]) -> str:
     from rubriq.tables import markdown_table
 
-    lines = markdown_table(["backend", "circuit", "mode", "qubits", "depth", "2q gates", "SWAPs inserted", "shots"],
-                           [[r["backend"], r["circuit"], r["mode"], r["qubits"], r["depth"], r["two_qubit_gates"],
-                             r["swaps_inserted"], r["shots"]] for r in rows])
-    lines.append("estimated cost: neither provider publishes an offline estimate through its SDK; see the IBM "
-                 "Quantum and IonQ pricing pages (IonQ bills per gate-shot)")
+    lines = markdown_table(
+        ["backend", "circuit", "mode", "qubits", "depth", "2q gates", "SWAPs inserted", "shots"],
+        [
+            [
+                r["backend"],
+                r["circuit"],
+                r["mode"],
+                r["qubits"],
+                r["depth"],
+                r["two_qubit_gates"],
+                r["swaps_inserted"],
+                r["shots"],
+            ]
+            for r in rows
+        ],
+    )
+    lines.append(
+        "estimated cost: neither provider publishes an offline estimate through its SDK; see the IBM "
+        "Quantum and IonQ pricing pages (IonQ bills per gate-shot)"
+    )
     return "\n".join(lines)
 
 
@@ -276,8 +333,10 @@ def check_options(backends: list[str], shots: int, top_k: int, threshold: float)
     """:class:`InputError` naming the flag, before anything is transpiled or emulated."""
     unknown = [b for b in backends if b not in CATALOG]
     if unknown:
-        raise InputError(f"--backend: unknown backend {', '.join(unknown)}; the catalog has {', '.join(CATALOG)} "
-                         "(rubriq hardware backends)")
+        raise InputError(
+            f"--backend: unknown backend {', '.join(unknown)}; the catalog has {', '.join(CATALOG)} "
+            "(rubriq hardware backends)"
+        )
     if shots < 1:
         raise InputError(f"--shots: must be >= 1, got {shots}")
     if top_k < 1:
@@ -296,9 +355,11 @@ def run_pipeline(circuits: dict[str, QuantumCircuit], run: HardwareRun) -> tuple
     paths = write_results(rows, Path(run.out), run.threshold)
     for r in rows:
         if r.get("kl") is not None:
-            run.say(f"{r['backend']:>14} {r['circuit']:<24} {r['mode']:<9} depth {r['depth']:>5} "
-                    f"2q {r['two_qubit_gates']:>5} swaps {r['swaps_inserted']:>4}  KL {r['kl']:.4f}"
-                    f"{'  > threshold' if r['flagged'] else ''}")
+            run.say(
+                f"{r['backend']:>14} {r['circuit']:<24} {r['mode']:<9} depth {r['depth']:>5} "
+                f"2q {r['two_qubit_gates']:>5} swaps {r['swaps_inserted']:>4}  KL {r['kl']:.4f}"
+                f"{'  > threshold' if r['flagged'] else ''}"
+            )
         else:
             run.say(f"{r['backend']:>14} {r['circuit']:<24} pending ({r.get('status')}); rerun to poll")
     run.say("wrote " + ", ".join(str(p) for p in paths.values()))
@@ -310,10 +371,12 @@ DEFAULT_OUT = Path("runs/hardware")
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--circuits", nargs="+", required=True, metavar="PATH",
-                        help=".qasm / .py files, folders, or evaluation JSONL")
-    parser.add_argument("--backend", action="append", metavar="NAME",
-                        help=f"repeatable (default ibm_eagle): {', '.join(CATALOG)}")
+    parser.add_argument(
+        "--circuits", nargs="+", required=True, metavar="PATH", help=".qasm / .py files, folders, or evaluation JSONL"
+    )
+    parser.add_argument(
+        "--backend", action="append", metavar="NAME", help=f"repeatable (default ibm_eagle): {', '.join(CATALOG)}"
+    )
     parser.add_argument("--shots", type=int, default=DEFAULT_SHOTS, metavar="N")
     parser.add_argument("--top-k", type=int, default=5, metavar="K", help="circuits taken from an evaluation JSONL")
     parser.add_argument("--threshold", type=float, default=KL_THRESHOLD, metavar="NATS", help="KL flag threshold")
@@ -327,8 +390,12 @@ def main(argv: list[str] | None = None) -> int:
         backends = args.backend or ["ibm_eagle"]
         check_options(backends, args.shots, args.top_k, args.threshold)
         circuits = load_circuits(args.circuits, args.top_k)
-        run_pipeline(circuits, HardwareRun(backends, args.shots, args.seed, args.threshold, Path(args.out),
-                                           args.offline, args.dry_run, say))
+        run_pipeline(
+            circuits,
+            HardwareRun(
+                backends, args.shots, args.seed, args.threshold, Path(args.out), args.offline, args.dry_run, say
+            ),
+        )
     except (FileNotFoundError, ValueError, RuntimeError) as exc:
         print(redact(f"error: {exc}"), file=sys.stderr)
         return 2

@@ -28,7 +28,7 @@ class Transpiled:
     gate_counts: dict[str, int]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ibm_fake_backend(name: str):
     """qiskit-ibm-runtime's fake backend for an IBM catalog entry (device snapshot + noise)."""
     import importlib
@@ -65,7 +65,7 @@ def ionq_backend(name: str, token: str | None = None):
     if spec.provider != "ionq":
         raise ValueError(f"{name} is not an IonQ backend")
     with _offline_qubit_count(spec) if token is None else contextlib.nullcontext():
-        return IonQProvider(token=token).get_backend(spec.provider_name, gateset="native")
+        return IonQProvider(token=token).get_backend(spec.provider_name or name, gateset="native")
 
 
 def _two_qubit(circuit: QuantumCircuit) -> int:
@@ -85,8 +85,9 @@ def transpile_for(circuit: QuantumCircuit, backend: str, seed: int = 42, optimiz
     swaps = 0
     if spec.provider == "ibm":
         # routing alone (same seed, so the same choice as in the full run) to count inserted SWAPs
-        routed = StagedPassManager(stages=["init", "layout", "routing"], init=pm.init, layout=pm.layout,
-                                   routing=pm.routing)
+        routed = StagedPassManager(
+            stages=["init", "layout", "routing"], init=pm.init, layout=pm.layout, routing=pm.routing
+        )
         before = StagedPassManager(stages=["init"], init=pm.init).run(circuit).count_ops().get("swap", 0)
         swaps = max(0, routed.run(circuit).count_ops().get("swap", 0) - before)
     out = pm.run(circuit)

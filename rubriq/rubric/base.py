@@ -26,16 +26,20 @@ class ScoringContext:
     """What a dimension may know besides the circuit."""
 
     config: RubricConfig = field(default_factory=RubricConfig)
-    target: "Target | None" = None
+    target: Target | None = None
     deadline: Any = None
     """Optional ``rubriq.budget.Deadline`` that long computations check."""
 
 
 @dataclass(frozen=True)
 class DimensionScore:
+    """One dimension's score in [0, 1] and the details it was computed from."""
+
     value: float
     details: dict[str, Any] = field(default_factory=dict)
 
 
 class Dimension(Protocol):
-    def __call__(self, facts: "CircuitFacts", ctx: ScoringContext) -> DimensionScore: ...
+    """The uniform signature of a rubric dimension: ``score(facts, ctx) -> DimensionScore``."""
+
+    def __call__(self, facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore: ...

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 
-from rubriq.rubric.base import DimensionScore, ScoringContext
 from rubriq.circuit.facts import CircuitFacts
 from rubriq.circuit.gates import CLIFFORD_GATES, ROTATION_GATES, Op, multiple_of
+from rubriq.rubric.base import DimensionScore, ScoringContext
 
 
 def is_clifford(op: Op, angle_tol: float = 1e-8) -> bool:

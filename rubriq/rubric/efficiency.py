@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 
-from rubriq.rubric.base import DimensionScore, ScoringContext
 from rubriq.circuit.facts import CircuitFacts
+from rubriq.rubric.base import DimensionScore, ScoringContext
 
 
 def score(facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore:

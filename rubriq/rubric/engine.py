@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rubriq.circuit.facts import CircuitFacts
 from rubriq.rubric import clifford, efficiency, fidelity, hardware, tcount
 from rubriq.rubric.base import Dimension, ScoringContext
-from rubriq.circuit.facts import CircuitFacts
 from rubriq.rubric.weights import effective_weights
 
 DIMENSIONS: dict[str, Dimension] = {
@@ -32,6 +32,8 @@ DIMENSION_NAMES = ("clifford", "tcount", "hardware", "fidelity", "efficiency")
 
 @dataclass(frozen=True)
 class RubricScores:
+    """The five dimension scores, their details and weights, and the reward R."""
+
     scores: dict[str, float]
     details: dict[str, dict[str, Any]]
     weights: dict[str, float]

@@ -27,8 +27,8 @@ end in |0> (clean ancillas).  Both fidelities are invariant to global phase.
 
 from __future__ import annotations
 
-from rubriq.rubric.base import DimensionScore, ScoringContext
 from rubriq.circuit.facts import CircuitFacts
+from rubriq.rubric.base import DimensionScore, ScoringContext
 from rubriq.sim import compute_fidelity
 
 
@@ -39,12 +39,15 @@ def score(facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore:
         raise ValueError("the fidelity dimension needs a target")
     result = compute_fidelity(facts, target, cfg, ctx.deadline, ctx.config.budget.memory_mb)
     value = result.process_fidelity if cfg.metric == "process" else result.average_fidelity
-    return DimensionScore(value, {
-        "kind": result.kind,
-        "process_fidelity": result.process_fidelity,
-        "average_fidelity": result.average_fidelity,
-        "method": result.method,
-        "interval": result.interval,
-        "verdict": result.verdict,
-        "note": result.note,
-    })
+    return DimensionScore(
+        value,
+        {
+            "kind": result.kind,
+            "process_fidelity": result.process_fidelity,
+            "average_fidelity": result.average_fidelity,
+            "method": result.method,
+            "interval": result.interval,
+            "verdict": result.verdict,
+            "note": result.note,
+        },
+    )

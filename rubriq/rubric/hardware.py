@@ -33,14 +33,14 @@ from __future__ import annotations
 import functools
 import math
 
-from rubriq.config import HardwareConfig
 from rubriq.circuit.backends import BackendSpec, get_backend
-from rubriq.rubric.base import DimensionScore, ScoringContext
 from rubriq.circuit.facts import CircuitFacts
 from rubriq.circuit.gates import STANDARD_GATES, Op
+from rubriq.config import HardwareConfig
+from rubriq.rubric.base import DimensionScore, ScoringContext
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _two_qubit_pattern(name: str) -> tuple[tuple[int, int], ...]:
     """Two-qubit interactions (local indices) of a standard multi-qubit gate's definition."""
     definition = STANDARD_GATES[name].definition
@@ -49,7 +49,7 @@ def _two_qubit_pattern(name: str) -> tuple[tuple[int, int], ...]:
     for inst in definition.data:
         local = tuple(index[q] for q in inst.qubits)
         if len(local) == 2:
-            pairs.append(local)  # type: ignore[arg-type]
+            pairs.append((local[0], local[1]))
         elif len(local) > 2:
             pairs.extend((local[a], local[b]) for a, b in _two_qubit_pattern(inst.operation.name))
     return tuple(pairs)
@@ -60,7 +60,7 @@ def interaction_pairs(ops: tuple[Op, ...]) -> tuple[tuple[int, int], ...]:
     pairs: list[tuple[int, int]] = []
     for op in ops:
         if len(op.qubits) == 2:
-            pairs.append(op.qubits)  # type: ignore[arg-type]
+            pairs.append((op.qubits[0], op.qubits[1]))
         elif len(op.qubits) == 3:
             pairs.extend((op.qubits[a], op.qubits[b]) for a, b in _two_qubit_pattern(op.name))
     return tuple(pairs)
@@ -83,7 +83,7 @@ def swap_overhead(pairs: tuple[tuple[int, int], ...], num_qubits: int, backend: 
     return int(routed.count_ops().get("swap", 0))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _coupling_map(backend: str):
     from qiskit.transpiler import CouplingMap
 
@@ -91,8 +91,9 @@ def _coupling_map(backend: str):
     return CouplingMap([[a, b] for a, b in edges] + [[b, a] for a, b in edges])
 
 
-def backend_fit(facts: CircuitFacts, spec: BackendSpec, cfg: HardwareConfig,
-                pairs: tuple[tuple[int, int], ...]) -> dict:
+def backend_fit(
+    facts: CircuitFacts, spec: BackendSpec, cfg: HardwareConfig, pairs: tuple[tuple[int, int], ...]
+) -> dict:
     """The four terms of eq. 10 for one backend, and their weighted sum."""
     fits_qubits = facts.num_qubits <= spec.num_qubits
     fits_depth = facts.depth <= spec.max_depth
@@ -101,8 +102,12 @@ def backend_fit(facts: CircuitFacts, spec: BackendSpec, cfg: HardwareConfig,
     native_frac = 1.0 if total == 0 else native / total
     swaps = swap_overhead(pairs, facts.num_qubits, spec.name, cfg.routing_seed) if fits_qubits else math.inf
     routing_term = math.exp(-cfg.swap_lambda * swaps)
-    value = (cfg.w_qubits * fits_qubits + cfg.w_depth * fits_depth
-             + cfg.w_native * native_frac + cfg.w_routing * routing_term)
+    value = (
+        cfg.w_qubits * fits_qubits
+        + cfg.w_depth * fits_depth
+        + cfg.w_native * native_frac
+        + cfg.w_routing * routing_term
+    )
     return {
         "score": value,
         "fits_qubits": fits_qubits,

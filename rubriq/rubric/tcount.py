@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import math
 
-from rubriq.config import TCountConfig
-from rubriq.rubric.base import DimensionScore, ScoringContext
 from rubriq.circuit.facts import CircuitFacts
 from rubriq.circuit.gates import (
     CLIFFORD_GATES,
@@ -38,6 +36,8 @@ from rubriq.circuit.gates import (
     Op,
     multiple_of,
 )
+from rubriq.config import TCountConfig
+from rubriq.rubric.base import DimensionScore, ScoringContext
 
 
 def rotation_t_cost(epsilon: float) -> int:
@@ -80,7 +80,7 @@ def score(facts: CircuitFacts, ctx: ScoringContext) -> DimensionScore:
     arbitrary = rotation_t_cost(cfg.epsilon)
     costs = [gate_t_cost(op, cfg) for op in facts.ops]
     total = sum(costs)
-    n_arbitrary = sum(1 for op, c in zip(facts.ops, costs) if op.name in ROTATION_GATES and c == arbitrary)
+    n_arbitrary = sum(1 for op, c in zip(facts.ops, costs, strict=True) if op.name in ROTATION_GATES and c == arbitrary)
     return DimensionScore(math.exp(-cfg.alpha * total), {"t_count": total, "arbitrary_rotations": n_arbitrary})
 
 

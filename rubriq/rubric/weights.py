@@ -23,6 +23,8 @@ from rubriq.config import RubricConfig
 
 
 def effective_weights(cfg: RubricConfig, t0: int | None = None) -> dict[str, float]:
+    """The weights used for a target of reference T-count ``t0``: the configured ones, with the
+    complexity-aware w_T when enabled (renormalized to sum to 1)."""
     weights = cfg.weights.as_dict()
     c = cfg.complexity
     if c.enabled and t0 is not None and t0 > 0:

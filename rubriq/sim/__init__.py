@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import Any
 
 from rubriq.budget import BudgetExceeded, Deadline
 from rubriq.config import FidelityConfig
@@ -39,15 +40,18 @@ def compute_fidelity(facts, target, cfg: FidelityConfig, deadline=None, memory_m
     n_c, n_t = facts.num_qubits, target.num_qubits
     if n_c > n_t + cfg.max_ancillas:
         raise SimulationTooLargeError(
-            f"circuit has {n_c} qubits for a {n_t}-qubit target (at most {cfg.max_ancillas} ancillas)")
+            f"circuit has {n_c} qubits for a {n_t}-qubit target (at most {cfg.max_ancillas} ancillas)"
+        )
     if certified_first(target, cfg) and n_c <= n_t:
         try:
             return _certified(facts, target, cfg, deadline or Deadline(None), memory_mb)
         except BackendUnavailable:
             if cfg.backend == "qcec":
                 raise
-            _warn_once("mqt.qcec is not installed: rewrite targets are simulated, not certified "
-                       "(exact up to max_exact_qubits, sampled up to max_sampled_qubits)")
+            _warn_once(
+                "mqt.qcec is not installed: rewrite targets are simulated, not certified "
+                "(exact up to max_exact_qubits, sampled up to max_sampled_qubits)"
+            )
     return _simulated(facts, target, cfg, deadline, memory_mb)
 
 
@@ -62,8 +66,11 @@ def _warn_once(message: str) -> None:
 
 def certified_first(target, cfg: FidelityConfig) -> bool:
     """Whether candidates for ``target`` go to mqt.qcec before any simulation."""
-    return (target.kind == "unitary" and target.reference_is_exact
-            and (cfg.backend == "qcec" or getattr(target, "certify_first", False)))
+    return (
+        target.kind == "unitary"
+        and target.reference_is_exact
+        and (cfg.backend == "qcec" or getattr(target, "certify_first", False))
+    )
 
 
 # a dense exact check costs ~ gates x 4^n amplitude updates (~1e9/s on one core); above this the
@@ -92,19 +99,34 @@ def _certified(facts, target, cfg: FidelityConfig, deadline: Deadline, memory_mb
             return _equivalent(second)
         first = second if second.verdict == "not_equivalent" else first
     if estimate is None:
-        return FidelityResult("process", 0.0, 1.0 / (d + 1), None, method="qcec", verdict=first.verdict,
-                              note=f"qcec: {first.detail}; no estimate within the limits ({why}): F set to 0")
+        return FidelityResult(
+            "process",
+            0.0,
+            1.0 / (d + 1),
+            None,
+            method="qcec",
+            verdict=first.verdict,
+            note=f"qcec: {first.detail}; no estimate within the limits ({why}): F set to 0",
+        )
     if first.verdict == "not_equivalent":
         return dataclasses.replace(estimate, verdict="not_equivalent", note=f"qcec: {first.detail}")
     if estimate.process_fidelity < 1 - DISPROOF_TOL:
-        return dataclasses.replace(estimate, verdict="not_equivalent",
-                                   note=f"disproved by simulation (qcec: {first.detail})")
+        return dataclasses.replace(
+            estimate, verdict="not_equivalent", note=f"disproved by simulation (qcec: {first.detail})"
+        )
     return dataclasses.replace(estimate, verdict="unknown", note=f"not certified (qcec: {first.detail})")
 
 
 def _equivalent(verdict) -> FidelityResult:
-    return FidelityResult("process", 1.0, 1.0, None, method="qcec", verdict="equivalent",
-                          note=f"certified by mqt.qcec ({verdict.detail}) in {verdict.seconds:.2f} s")
+    return FidelityResult(
+        "process",
+        1.0,
+        1.0,
+        None,
+        method="qcec",
+        verdict="equivalent",
+        note=f"certified by mqt.qcec ({verdict.detail}) in {verdict.seconds:.2f} s",
+    )
 
 
 def _certify(facts, target, seconds: float, deadline: Deadline):
@@ -130,10 +152,20 @@ def _estimate(facts, target, cfg: FidelityConfig, deadline: Deadline, memory_mb)
     limit = deadline.within(cfg.estimate_time_s)
     try:
         if n <= cfg.max_exact_qubits and target.num_qubits <= target.max_dense_qubits and work <= EXACT_WORK_LIMIT:
-            return unitary_fidelity(facts.ops, facts.num_qubits, target.unitary(), cfg.max_exact_qubits,
-                                    limit, memory_mb, cfg.threads), None
-        return sampled_fidelity(facts.ops, facts.num_qubits, target, cfg.samples, cfg.sample_seed,
-                                cfg.confidence_z, cfg.max_sampled_qubits, limit, memory_mb), None
+            return unitary_fidelity(
+                facts.ops, facts.num_qubits, target.unitary(), cfg.max_exact_qubits, limit, memory_mb, cfg.threads
+            ), None
+        return sampled_fidelity(
+            facts.ops,
+            facts.num_qubits,
+            target,
+            cfg.samples,
+            cfg.sample_seed,
+            cfg.confidence_z,
+            cfg.max_sampled_qubits,
+            limit,
+            memory_mb,
+        ), None
     except (SimulationTooLargeError, BudgetExceeded) as exc:
         if deadline.expired():
             raise BudgetExceeded(f"time budget of {deadline.seconds:g} s exhausted during simulation") from None
@@ -148,30 +180,41 @@ def _simulated(facts, target, cfg: FidelityConfig, deadline, memory_mb) -> Fidel
             from rubriq.sim.torch_backend import TorchBackend
 
             return TorchBackend(cfg.torch_device).state_fidelity(
-                facts.ops, n_c, target.state(), cfg.max_state_qubits, deadline, memory_mb)
+                facts.ops, n_c, target.state(), cfg.max_state_qubits, deadline, memory_mb
+            )
         if backend == "cudaq":
             from rubriq.sim import cudaq_backend
 
             return cudaq_backend.state_fidelity(facts.ops, n_c, target.state(), cfg.max_state_qubits)
         return state_fidelity(facts.ops, n_c, target.state(), cfg.max_state_qubits, deadline, memory_mb)
     exact = max(n_c, n_t) <= cfg.max_exact_qubits and n_t <= target.max_dense_qubits
-    sampler = None
+    sampler: Any = None
     if backend == "torch":
         from rubriq.sim.torch_backend import TorchBackend
 
         sampler = TorchBackend(cfg.torch_device)
         if exact:
-            return sampler.unitary_fidelity(facts.ops, n_c, target.unitary(), cfg.max_exact_qubits, deadline,
-                                            memory_mb)
+            return sampler.unitary_fidelity(facts.ops, n_c, target.unitary(), cfg.max_exact_qubits, deadline, memory_mb)
     elif backend == "cudaq":
         from rubriq.sim.cudaq_backend import CudaqSampler
 
         sampler, exact = CudaqSampler(), False
     if exact:
-        return unitary_fidelity(facts.ops, n_c, target.unitary(), cfg.max_exact_qubits, deadline, memory_mb,
-                                cfg.threads)
-    return sampled_fidelity(facts.ops, n_c, target, cfg.samples, cfg.sample_seed, cfg.confidence_z,
-                            cfg.max_sampled_qubits, deadline, memory_mb, sampler)
+        return unitary_fidelity(
+            facts.ops, n_c, target.unitary(), cfg.max_exact_qubits, deadline, memory_mb, cfg.threads
+        )
+    return sampled_fidelity(
+        facts.ops,
+        n_c,
+        target,
+        cfg.samples,
+        cfg.sample_seed,
+        cfg.confidence_z,
+        cfg.max_sampled_qubits,
+        deadline,
+        memory_mb,
+        sampler,
+    )
 
 
 __all__ = ["BackendUnavailable", "FidelityResult", "SimulationTooLargeError", "certified_first", "compute_fidelity"]

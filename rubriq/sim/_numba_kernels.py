@@ -86,7 +86,7 @@ def dense2(src, out, perm, p, a, b, g):  # pragma: no cover - compiled
 
 
 def set_threads(threads: int) -> None:
-    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
 
 
 def as_matrix(data) -> np.ndarray:

@@ -92,8 +92,13 @@ class CertifyWorker:
     def _start(self, wait_s: float | None) -> subprocess.Popen:
         proc = self._proc
         if proc is None or proc.poll() is not None:
-            proc = subprocess.Popen([sys.executable, "-m", "rubriq.sim._qcec_worker"], stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "rubriq.sim._qcec_worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+            )
             self._proc, self.starts = proc, self.starts + 1
             self._ready = False
         if not self._ready and wait_s is not None:
@@ -162,6 +167,7 @@ class CertifyWorker:
 def _read_frame(proc: subprocess.Popen, timeout_s: float):
     """One length-prefixed pickle from the worker, or None if none arrives within ``timeout_s``.
     The worker is our own code over circuits we sent it: unpickling its reply is safe."""
+    assert proc.stdout is not None  # started with stdout=PIPE
     fd = proc.stdout.fileno()
     end = time.monotonic() + timeout_s
     data = b""

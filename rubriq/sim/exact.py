@@ -21,6 +21,7 @@ no ancilla projection.
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 
@@ -41,8 +42,9 @@ def check_memory(n: int, columns: int, memory_mb: float | None) -> None:
     if memory_mb is not None and needed > memory_mb * 1024 * 1024:
         from rubriq.budget import BudgetExceeded
 
-        raise BudgetExceeded(f"simulating {n} qubits x {columns} columns needs ~{needed / 2**20:.0f} MiB "
-                             f"(memory budget {memory_mb} MiB)")
+        raise BudgetExceeded(
+            f"simulating {n} qubits x {columns} columns needs ~{needed / 2**20:.0f} MiB (memory budget {memory_mb} MiB)"
+        )
 
 
 def simulate_rows(ops, n: int, block, rows: int, deadline=None, ops_backend=None):
@@ -62,7 +64,7 @@ def simulate(ops, n: int, block, deadline=None):
 def _column_chunks(d: int, threads: int) -> list[tuple[int, int]]:
     threads = max(1, min(threads, d // 64 or 1))
     edges = [round(i * d / threads) for i in range(threads + 1)]
-    return [(a, b) for a, b in zip(edges, edges[1:]) if b > a]
+    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
 
 
 def circuit_block(ops, n_circuit: int, n_target: int, deadline=None, threads: int = 0) -> np.ndarray:
@@ -117,9 +119,15 @@ class FidelityResult:
     """How the number came about when it is not a plain simulation (e.g. why F = 0 was set)."""
 
 
-def unitary_fidelity(ops: tuple[Op, ...], n_circuit: int, target: np.ndarray,
-                     max_qubits: int, deadline=None, memory_mb: float | None = None,
-                     threads: int = 0) -> FidelityResult:
+def unitary_fidelity(
+    ops: tuple[Op, ...],
+    n_circuit: int,
+    target: np.ndarray,
+    max_qubits: int,
+    deadline=None,
+    memory_mb: float | None = None,
+    threads: int = 0,
+) -> FidelityResult:
     d = target.shape[0]
     n_target = d.bit_length() - 1
     n = max(n_circuit, n_target)
@@ -132,8 +140,14 @@ def unitary_fidelity(ops: tuple[Op, ...], n_circuit: int, target: np.ndarray,
     return FidelityResult("process", f_pro, (d * f_pro + 1) / (d + 1), trace)
 
 
-def state_fidelity(ops: tuple[Op, ...], n_circuit: int, target: np.ndarray,
-                   max_qubits: int, deadline=None, memory_mb: float | None = None) -> FidelityResult:
+def state_fidelity(
+    ops: tuple[Op, ...],
+    n_circuit: int,
+    target: np.ndarray,
+    max_qubits: int,
+    deadline=None,
+    memory_mb: float | None = None,
+) -> FidelityResult:
     d = target.shape[0]
     n_target = d.bit_length() - 1
     n = max(n_circuit, n_target)

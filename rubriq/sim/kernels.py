@@ -61,7 +61,6 @@ class NumpyOps:
         self.np.multiply(src, scalar, out=out)
 
 
-
 class TorchOps:
     name = "torch"
 
@@ -96,7 +95,6 @@ class TorchOps:
 
     def mul_into(self, src, scalar, out):
         self.torch.mul(src, scalar, out=out)
-
 
 
 def _load_numba():
@@ -277,7 +275,7 @@ class BlockSimulator:
         # the four old quarters and one product temporary, all in preallocated scratch
         size = blocks[0].numel() if hasattr(blocks[0], "numel") else blocks[0].size
         shape = blocks[0].shape
-        old = [self.scratch[i // 2][(i % 2) * size:(i % 2 + 1) * size].reshape(shape) for i in range(4)]
+        old = [self.scratch[i // 2][(i % 2) * size : (i % 2 + 1) * size].reshape(shape) for i in range(4)]
         tmp = self.scratch[2][:size].reshape(shape)
         for i in range(4):
             old[i][...] = blocks[i]

@@ -103,7 +103,7 @@ def _row_perm(kind: str, local: tuple[int, ...]) -> np.ndarray:
             bits = [x & 1, x >> 1]
             gate_out = _PERMS[kind](tuple(bits[i] for i in local))
             out = list(bits)
-            for i, v in zip(local, gate_out):
+            for i, v in zip(local, gate_out, strict=True):
                 out[i] = v
             rows[out[0] + 2 * out[1]] = x
         _ROW_PERMS[key] = rows

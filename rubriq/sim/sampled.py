@@ -34,13 +34,23 @@ def estimate_from_overlaps(a: np.ndarray, z: float, d: int) -> FidelityResult:
     f = min(1.0, abs(mean) ** 2)
     lo = max(0.0, abs(mean) - z * se) ** 2
     hi = min(1.0, (abs(mean) + z * se) ** 2)
-    return FidelityResult("process", f, (d * f + 1) / (d + 1), mean * d, method="sampled",
-                          interval=(min(lo, f), max(hi, f)), samples=k)
+    return FidelityResult(
+        "process", f, (d * f + 1) / (d + 1), mean * d, method="sampled", interval=(min(lo, f), max(hi, f)), samples=k
+    )
 
 
-def sampled_fidelity(ops, n_circuit: int, target, samples: int = 16, seed: int = 1234, z: float = 3.0,
-                     max_qubits: int = 24, deadline=None, memory_mb: float | None = None,
-                     backend=None) -> FidelityResult:
+def sampled_fidelity(
+    ops,
+    n_circuit: int,
+    target,
+    samples: int = 16,
+    seed: int = 1234,
+    z: float = 3.0,
+    max_qubits: int = 24,
+    deadline=None,
+    memory_mb: float | None = None,
+    backend=None,
+) -> FidelityResult:
     n_target = target.num_qubits
     n = max(n_circuit, n_target)
     if n > max_qubits:

@@ -48,8 +48,9 @@ class TorchBackend:
         sim = run_program(block, n, compile_ops(ops), deadline, self.ops)
         return sim.rows_of(rows).cpu().numpy()
 
-    def unitary_fidelity(self, ops, n_circuit: int, target: np.ndarray, max_qubits: int,
-                         deadline=None, memory_mb=None) -> FidelityResult:
+    def unitary_fidelity(
+        self, ops, n_circuit: int, target: np.ndarray, max_qubits: int, deadline=None, memory_mb=None
+    ) -> FidelityResult:
         d = target.shape[0]
         n = max(n_circuit, d.bit_length() - 1)
         if n > max_qubits:
@@ -64,8 +65,9 @@ class TorchBackend:
         f = min(1.0, abs(trace) ** 2 / d**2)
         return FidelityResult("process", f, (d * f + 1) / (d + 1), trace, method=f"torch:{self.device}")
 
-    def state_fidelity(self, ops, n_circuit: int, target: np.ndarray, max_qubits: int,
-                       deadline=None, memory_mb=None) -> FidelityResult:
+    def state_fidelity(
+        self, ops, n_circuit: int, target: np.ndarray, max_qubits: int, deadline=None, memory_mb=None
+    ) -> FidelityResult:
         d = target.shape[0]
         n = max(n_circuit, d.bit_length() - 1)
         if n > max_qubits:

@@ -56,11 +56,27 @@ DEFAULT_ARMS = {
     "sparse": {"reward": "sparse_inverse_t"},
     "none": {"reward": "none"},
 }
-EVAL_METRICS = ("mean_reward", "correct_rate", "pass@k", "mean_t_correct", "wrong_rewarded_rate", "trivial_rate",
-                "parse_rate", "mean_fidelity")
+EVAL_METRICS = (
+    "mean_reward",
+    "correct_rate",
+    "pass@k",
+    "mean_t_correct",
+    "wrong_rewarded_rate",
+    "trivial_rate",
+    "parse_rate",
+    "mean_fidelity",
+)
 """Held-out metrics per evaluation (``pass@k`` for k = ``samples``)."""
-TRAIN_METRICS = ("reward", "reward_std", "frac_reward_zero_std", "entropy", "correct_rate", "wrong_rewarded_rate",
-                 "completions/mean_length", "step_time")
+TRAIN_METRICS = (
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "entropy",
+    "correct_rate",
+    "wrong_rewarded_rate",
+    "completions/mean_length",
+    "step_time",
+)
 """Training-log metrics averaged over an arm-seed's steps (TRL's names and RubriQ's batch metrics)."""
 
 
@@ -117,7 +133,7 @@ class StudySettings:
                 raise ConfigError(f"arm {name!r} is not an ArmSettings")
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "StudySettings":
+    def from_yaml(cls, path: str | Path) -> StudySettings:
         path = Path(path)
         data = load_yaml_mapping(path)
         arms = data.get("arms", DEFAULT_ARMS)
@@ -147,10 +163,17 @@ def held_out_metrics(records: list[dict], k: int, eps: float) -> dict[str, Any]:
 
     s = summarize(records, eps, ks=(k,))
     t_correct = [r["result"]["t_count"] for r in records if is_correct(r["result"], 1 - eps)]
-    return {"mean_reward": s["mean_reward"], "correct_rate": s["correct_rate"], "pass@k": s.get(f"pass@{k}"),
-            "mean_t_correct": statistics.fmean(t_correct) if t_correct else None,
-            "wrong_rewarded_rate": s["wrong_rewarded_rate"], "trivial_rate": s["trivial_rate"],
-            "parse_rate": s["parse_rate"], "mean_fidelity": s["mean_fidelity"], "completions": s["completions"]}
+    return {
+        "mean_reward": s["mean_reward"],
+        "correct_rate": s["correct_rate"],
+        "pass@k": s.get(f"pass@{k}"),
+        "mean_t_correct": statistics.fmean(t_correct) if t_correct else None,
+        "wrong_rewarded_rate": s["wrong_rewarded_rate"],
+        "trivial_rate": s["trivial_rate"],
+        "parse_rate": s["parse_rate"],
+        "mean_fidelity": s["mean_fidelity"],
+        "completions": s["completions"],
+    }
 
 
 class _Evaluator:
@@ -173,17 +196,29 @@ class _Evaluator:
         state, training = torch.random.get_rng_state(), model.training
         start = time.perf_counter()
         try:
-            records = generate(model, self.tokenizer, self.rows, samples=self.study.samples,
-                               max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p,
-                               batch_size=self.study.batch_size, seed=eval_seed(seed, step), progress=False)
+            records = generate(
+                model,
+                self.tokenizer,
+                self.rows,
+                samples=self.study.samples,
+                max_new_tokens=self.max_new_tokens,
+                temperature=self.temperature,
+                top_p=self.top_p,
+                batch_size=self.study.batch_size,
+                seed=eval_seed(seed, step),
+                progress=False,
+            )
         finally:
             torch.random.set_rng_state(state)
             model.train(training)
         records = score(records, self.rubric)
         if records_path is not None:
             save_records(records, records_path)
-        return {"step": step, **held_out_metrics(records, self.study.samples, self.eps),
-                "eval_seconds": time.perf_counter() - start}
+        return {
+            "step": step,
+            **held_out_metrics(records, self.study.samples, self.eps),
+            "eval_seconds": time.perf_counter() - start,
+        }
 
 
 # -- the study ------------------------------------------------------------------------------------
@@ -209,8 +244,9 @@ def _prepare(study: StudySettings, out: Path):
     settings = TrainSettings.from_yaml(study.train_config)
     if settings.algorithm != "grpo":
         raise ConfigError(f"{study.train_config}: the convergence study compares GRPO rewards (algorithm: grpo)")
-    settings = dataclasses.replace(settings, output_dir=str(out),
-                                   data=dataclasses.replace(settings.data, dataset=str(out / "data")))
+    settings = dataclasses.replace(
+        settings, output_dir=str(out), data=dataclasses.replace(settings.data, dataset=str(out / "data"))
+    )
     if settings.model.name_or_path == EMBEDDED and not settings.model.tiny:
         prepare_embedded()
     train_rows = load_rows(settings)
@@ -237,9 +273,14 @@ def _arm_settings(settings, arm: ArmSettings, seed: int, steps: int, arm_dir: Pa
 
     rubric = RubricConfig.from_dict(deep_merge(dataclasses.asdict(settings.rubric), arm.rubric))
     grpo = {**settings.grpo, "seed": seed, "max_steps": steps, "save_strategy": "no", "logging_steps": 1}
-    return dataclasses.replace(settings, output_dir=str(arm_dir), rubric=rubric, grpo=grpo,
-                               reward=dataclasses.replace(settings.reward, kind=arm.reward),
-                               sft=dataclasses.replace(settings.sft, enabled=False))
+    return dataclasses.replace(
+        settings,
+        output_dir=str(arm_dir),
+        rubric=rubric,
+        grpo=grpo,
+        reward=dataclasses.replace(settings.reward, kind=arm.reward),
+        sft=dataclasses.replace(settings.sft, enabled=False),
+    )
 
 
 def _step0(study: StudySettings, evaluate: _Evaluator, load_sft, out: Path, seed: int) -> dict:
@@ -251,8 +292,9 @@ def _step0(study: StudySettings, evaluate: _Evaluator, load_sft, out: Path, seed
     return row
 
 
-def run_arm(study: StudySettings, name: str, seed: int, settings, tokenizer, evaluate: _Evaluator, load_sft,
-            out: Path) -> dict:
+def run_arm(
+    study: StudySettings, name: str, seed: int, settings, tokenizer, evaluate: _Evaluator, load_sft, out: Path
+) -> dict:
     """Train (or, for the control, only re-sample) one arm with one seed; return its done.json."""
     arm = study.arms[name]
     arm_dir = out / "arms" / name / f"seed{seed}"
@@ -287,20 +329,36 @@ def run_arm(study: StudySettings, name: str, seed: int, settings, tokenizer, eva
                 if state.global_step in later:
                     row = evaluate(model, seed, state.global_step, arm_dir / f"records_step{state.global_step}.jsonl")
                     _append(evals, {**row, "simulations": rewards.stats["evaluated"]})
-                    log.info("%s seed %d step %d: held-out correct %.3f, reward %.3f", name, seed,
-                             state.global_step, row["correct_rate"], row["mean_reward"])
+                    log.info(
+                        "%s seed %d step %d: held-out correct %.3f, reward %.3f",
+                        name,
+                        seed,
+                        state.global_step,
+                        row["correct_rate"],
+                        row["mean_reward"],
+                    )
 
         trainer = build(arm_cfg, policy=(tokenizer, load_sft()), rewards=rewards, callbacks=[HeldOutEval()])
         trainer.train()
-        simulations = rewards.stats["evaluated"]
-    result = {"arm": name, "seed": seed, "seconds": time.perf_counter() - start, "simulations": simulations,
-              "steps": study.steps if arm.reward != "none" else 0}
+        simulations = int(rewards.stats["evaluated"])
+    result = {
+        "arm": name,
+        "seed": seed,
+        "seconds": time.perf_counter() - start,
+        "simulations": simulations,
+        "steps": study.steps if arm.reward != "none" else 0,
+    }
     done.write_text(json.dumps(result, indent=2))
     return result
 
 
-def run(config: str | Path, out: str | Path | None = None, arms: list[str] | None = None,
-        seeds: list[int] | None = None, progress=None) -> Path:
+def run(
+    config: str | Path,
+    out: str | Path | None = None,
+    arms: list[str] | None = None,
+    seeds: list[int] | None = None,
+    progress=None,
+) -> Path:
     """Run (or resume) the study of ``config``; write and return the path of ``summary.md``.
 
     ``arms`` / ``seeds`` restrict this invocation (the summary covers whatever is done);
@@ -340,8 +398,16 @@ def collect(out: Path, study: StudySettings) -> list[dict]:
                 values = [r[key] for r in logged if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
                 train[f"train/{key}"] = statistics.fmean(values) if values else None
             for ev in _read_jsonl(arm_dir / "evals.jsonl"):
-                rows.append({"arm": name, "seed": seed, **{k: ev.get(k) for k in ("step", *EVAL_METRICS)},
-                             "simulations": ev.get("simulations"), **train, "arm_seconds": done["seconds"]})
+                rows.append(
+                    {
+                        "arm": name,
+                        "seed": seed,
+                        **{k: ev.get(k) for k in ("step", *EVAL_METRICS)},
+                        "simulations": ev.get("simulations"),
+                        **train,
+                        "arm_seconds": done["seconds"],
+                    }
+                )
     return rows
 
 
@@ -372,17 +438,31 @@ def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
         ttt = [time_to_target([r for r in mine if r["seed"] == s], study.target_correct_rate) for s in seeds]
         first = {s: next(r for r in mine if r["seed"] == s) for s in seeds}
         arms[name] = {
-            "seeds": seeds, "per_step": per_step,
+            "seeds": seeds,
+            "per_step": per_step,
             "time_to_target": ttt,
             "simulations_to_target": [
-                next((r["simulations"] for r in sorted(mine, key=lambda r: r["step"]) if r["seed"] == s
-                      and r["step"] == t), None) if t is not None else None for s, t in zip(seeds, ttt)],
+                next(
+                    (
+                        r["simulations"]
+                        for r in sorted(mine, key=lambda r: r["step"])
+                        if r["seed"] == s and r["step"] == t
+                    ),
+                    None,
+                )
+                if t is not None
+                else None
+                for s, t in zip(seeds, ttt, strict=True)
+            ],
             "seconds_per_seed": mean_ci([first[s]["arm_seconds"] for s in seeds]),
             "train": {k: mean_ci([first[s][k] for s in seeds]) for k in first[seeds[0]] if k.startswith("train/")},
         }
     diffs = {}
-    pairs = [(a, "none") for a in arms if a != "none"] + [("rubric", "sparse"), ("rubric_gated", "sparse"),
-                                                             ("rubric_gated", "rubric")]
+    pairs = [(a, "none") for a in arms if a != "none"] + [
+        ("rubric", "sparse"),
+        ("rubric_gated", "sparse"),
+        ("rubric_gated", "rubric"),
+    ]
     for a, b in pairs:
         if a not in arms or b not in arms:
             continue
@@ -417,39 +497,93 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
     plots.curves(agg, out / "curves.png", study)
     plots.training(out, study, out / "training.png")
     k, last = study.samples, agg["final_step"]
-    lines = [f"# Convergence study ({', '.join(agg['arms'])})", "",
-             f"{eval_prompts} held-out prompts x {k} samples; {len(study.seeds)} seeds; {study.steps} GRPO steps. "
-             "Means over seeds with 95% t-intervals.", "",
-             f"## Held-out metrics at step {last}", ""]
-    rows = []
+    lines = [
+        f"# Convergence study ({', '.join(agg['arms'])})",
+        "",
+        f"{eval_prompts} held-out prompts x {k} samples; {len(study.seeds)} seeds; {study.steps} GRPO steps. "
+        "Means over seeds with 95% t-intervals.",
+        "",
+        f"## Held-out metrics at step {last}",
+        "",
+    ]
+    metric_rows = []
     for name, a in agg["arms"].items():
         p = a["per_step"].get(last) or a["per_step"][max(a["per_step"])]
-        rows.append([name, str(len(a["seeds"])), format_ci(p["mean_reward"]), format_ci(p["correct_rate"]),
-                     format_ci(p["pass@k"]), format_ci(p["mean_t_correct"], 1), format_ci(p["wrong_rewarded_rate"]),
-                     format_ci(p["trivial_rate"])])
-    lines += markdown_table(["arm", "seeds", "mean reward", "correct rate", f"pass@{k}", "mean T (correct)",
-                             "wrong rewarded", "trivial"], rows)
+        metric_rows.append(
+            [
+                name,
+                str(len(a["seeds"])),
+                format_ci(p["mean_reward"]),
+                format_ci(p["correct_rate"]),
+                format_ci(p["pass@k"]),
+                format_ci(p["mean_t_correct"], 1),
+                format_ci(p["wrong_rewarded_rate"]),
+                format_ci(p["trivial_rate"]),
+            ]
+        )
+    lines += markdown_table(
+        ["arm", "seeds", "mean reward", "correct rate", f"pass@{k}", "mean T (correct)", "wrong rewarded", "trivial"],
+        metric_rows,
+    )
     lines += ["", f"## Time to target (held-out correct rate >= {study.target_correct_rate})", ""]
-    lines += markdown_table(["arm", "step per seed", "simulations per seed", "mean seconds per arm-seed"],
-                            [[name, ", ".join(fmt(t) for t in a["time_to_target"]),
-                              ", ".join(fmt(t) for t in a["simulations_to_target"]),
-                              format_ci(a["seconds_per_seed"][0], 0)] for name, a in agg["arms"].items()])
+    lines += markdown_table(
+        ["arm", "step per seed", "simulations per seed", "mean seconds per arm-seed"],
+        [
+            [
+                name,
+                ", ".join(fmt(t) for t in a["time_to_target"]),
+                ", ".join(fmt(t) for t in a["simulations_to_target"]),
+                format_ci(a["seconds_per_seed"][0], 0),
+            ]
+            for name, a in agg["arms"].items()
+        ],
+    )
     lines += ["", "## Training signal (mean over steps)", ""]
     lines += markdown_table(
         ["arm", "reward", "reward std", "frac_reward_zero_std", "entropy", "completion length"],
-        [[name, format_ci(t["train/reward"]), format_ci(t["train/reward_std"]), format_ci(t["train/frac_reward_zero_std"]),
-          format_ci(t["train/entropy"]), format_ci(t["train/completions/mean_length"], 1)]
-         for name, t in ((name, a["train"]) for name, a in agg["arms"].items())
-         if t.get("train/reward", (None,))[0] is not None])
+        [
+            [
+                name,
+                format_ci(t["train/reward"]),
+                format_ci(t["train/reward_std"]),
+                format_ci(t["train/frac_reward_zero_std"]),
+                format_ci(t["train/entropy"]),
+                format_ci(t["train/completions/mean_length"], 1),
+            ]
+            for name, t in ((name, a["train"]) for name, a in agg["arms"].items())
+            if t.get("train/reward", (None,))[0] is not None
+        ],
+    )
     lines += ["", f"## Paired differences at step {last} (same seed)", ""]
-    lines += markdown_table(["pair", "correct rate", "mean reward", f"pass@{k}", "wrong rewarded"],
-                            [[pair, format_ci(d["correct_rate"]), format_ci(d["mean_reward"]), format_ci(d["pass@k"]),
-                              format_ci(d["wrong_rewarded_rate"])] for pair, d in agg["differences"].items()])
+    lines += markdown_table(
+        ["pair", "correct rate", "mean reward", f"pass@{k}", "wrong rewarded"],
+        [
+            [
+                pair,
+                format_ci(d["correct_rate"]),
+                format_ci(d["mean_reward"]),
+                format_ci(d["pass@k"]),
+                format_ci(d["wrong_rewarded_rate"]),
+            ]
+            for pair, d in agg["differences"].items()
+        ],
+    )
     lines += ["", "![held-out curves](curves.png)", "", "![training signal](training.png)", ""]
     path = out / "summary.md"
     path.write_text("\n".join(lines))
     return path
 
 
-__all__ = ["ArmSettings", "StudySettings", "aggregate", "collect", "eval_seed", "held_out_metrics", "mean_ci", "run",
-           "run_arm", "time_to_target", "write_summary"]
+__all__ = [
+    "ArmSettings",
+    "StudySettings",
+    "aggregate",
+    "collect",
+    "eval_seed",
+    "held_out_metrics",
+    "mean_ci",
+    "run",
+    "run_arm",
+    "time_to_target",
+    "write_summary",
+]

@@ -7,23 +7,27 @@ from pathlib import Path
 
 from rubriq.evaluation.plots import _pyplot, save
 
-PANELS = (("correct_rate", "held-out correct rate (F_avg >= 0.99)"), ("mean_reward", "held-out mean reward (rubric)"),
-          ("pass@k", "held-out pass@k"), ("wrong_rewarded_rate", "held-out wrong-rewarded rate"))
+PANELS = (
+    ("correct_rate", "held-out correct rate (F_avg >= 0.99)"),
+    ("mean_reward", "held-out mean reward (rubric)"),
+    ("pass@k", "held-out pass@k"),
+    ("wrong_rewarded_rate", "held-out wrong-rewarded rate"),
+)
 
 
 def curves(agg: dict, out: Path, study) -> Path:
     """Held-out metrics per evaluated step: mean over seeds with the 95% interval as a band."""
     plt = _pyplot()
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
-    for ax, (metric, label) in zip(axes.flat, PANELS):
+    for ax, (metric, label) in zip(axes.flat, PANELS, strict=False):
         for name, arm in agg["arms"].items():
             steps = sorted(arm["per_step"])
             mean = [arm["per_step"][s][metric][0] for s in steps]
-            pts = [(s, m, arm["per_step"][s][metric]) for s, m in zip(steps, mean) if m is not None]
+            pts = [(s, m, arm["per_step"][s][metric]) for s, m in zip(steps, mean, strict=True) if m is not None]
             if not pts:
                 continue
             xs = [p[0] for p in pts]
-            line, = ax.plot(xs, [p[1] for p in pts], marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
+            (line,) = ax.plot(xs, [p[1] for p in pts], marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
             lo = [max(0.0, p[2][1]) for p in pts]
             hi = [min(1.0, p[2][2]) for p in pts]
             ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15)
@@ -32,8 +36,11 @@ def curves(agg: dict, out: Path, study) -> Path:
         ax.set_title(label.replace("pass@k", f"pass@{study.samples}"), fontsize=10)
         ax.set_ylim(-0.02, 1.02)
     axes.flat[0].legend(fontsize=8, loc="best")
-    fig.suptitle(f"Convergence study: held-out targets, k = {study.samples} samples per prompt, mean and 95% "
-                 "interval over seeds", fontsize=11)
+    fig.suptitle(
+        f"Convergence study: held-out targets, k = {study.samples} samples per prompt, mean and 95% "
+        "interval over seeds",
+        fontsize=11,
+    )
     return save(fig, out)
 
 
@@ -41,8 +48,12 @@ def training(out_dir: Path, study, out: Path) -> Path:
     """Training reward, reward std within groups, frac_reward_zero_std and entropy per step,
     averaged over seeds (TRL's logged values)."""
     plt = _pyplot()
-    keys = (("reward", "training reward (arm's own)"), ("reward_std", "reward std within groups"),
-            ("frac_reward_zero_std", "fraction of groups with zero reward std"), ("entropy", "token entropy"))
+    keys = (
+        ("reward", "training reward (arm's own)"),
+        ("reward_std", "reward std within groups"),
+        ("frac_reward_zero_std", "fraction of groups with zero reward std"),
+        ("entropy", "token entropy"),
+    )
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     for name in study.arms:
         per_step: dict[int, dict[str, list[float]]] = {}
@@ -60,7 +71,7 @@ def training(out_dir: Path, study, out: Path) -> Path:
         if not per_step:
             continue
         steps = sorted(per_step)
-        for ax, (key, label) in zip(axes.flat, keys):
+        for ax, (key, label) in zip(axes.flat, keys, strict=False):
             pts = [(s, sum(per_step[s][key]) / len(per_step[s][key])) for s in steps if per_step[s].get(key)]
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=name)

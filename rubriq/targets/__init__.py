@@ -19,12 +19,26 @@ from rubriq.targets.qft import QFTTarget, QPETarget
 
 TARGETS: dict[str, type[Target]] = {
     cls.name: cls
-    for cls in (QFTTarget, QPETarget, HeisenbergTarget, TFIMTarget, AmplitudeEncodingTarget,
-                AngleEncodingTarget, BasisEncodingTarget, CircuitTarget)
+    for cls in (
+        QFTTarget,
+        QPETarget,
+        HeisenbergTarget,
+        TFIMTarget,
+        AmplitudeEncodingTarget,
+        AngleEncodingTarget,
+        BasisEncodingTarget,
+        CircuitTarget,
+    )
 }
 
-ALIASES = {"ising": "tfim", "xxx": "heisenberg", "amplitude": "amplitude_encoding",
-           "angle": "angle_encoding", "basis": "basis_encoding", "hamiltonian": "heisenberg"}
+ALIASES = {
+    "ising": "tfim",
+    "xxx": "heisenberg",
+    "amplitude": "amplitude_encoding",
+    "angle": "angle_encoding",
+    "basis": "basis_encoding",
+    "hamiltonian": "heisenberg",
+}
 
 
 def make_target(name: str, num_qubits: int | None = None, **params: Any) -> Target:

@@ -29,7 +29,7 @@ OUTPUT_FORMATS = {
     "qasm2": 'OpenQASM 2.0 (header `OPENQASM 2.0;`, `include "qelib1.inc";`) in a ```qasm block',
     "qasm3": 'OpenQASM 3.0 (header `OPENQASM 3.0;`, `include "stdgates.inc";`) in a ```qasm block',
     "python": "Qiskit Python in a ```python block that builds a QuantumCircuit named `qc` "
-              "(import only qiskit, numpy and math; do not run or measure it)",
+    "(import only qiskit, numpy and math; do not run or measure it)",
 }
 
 COMPACT_FORMATS = {
@@ -123,8 +123,10 @@ class Target(ABC):
         if self.kind != "unitary":
             raise TargetError(f"{self.name} is a state-preparation target")
         if self.num_qubits > self.max_dense_qubits:
-            raise TargetError(f"{self.name}: no dense unitary above {self.max_dense_qubits} qubits; "
-                              "use apply() (the sampled fidelity estimator does)")
+            raise TargetError(
+                f"{self.name}: no dense unitary above {self.max_dense_qubits} qubits; "
+                "use apply() (the sampled fidelity estimator does)"
+            )
         return self._unitary
 
     def apply(self, states: np.ndarray, deadline=None) -> np.ndarray:
@@ -170,8 +172,13 @@ class Target(ABC):
         if output_format not in OUTPUT_FORMATS:
             raise TargetError(f"unknown output format {output_format!r}; use one of {sorted(OUTPUT_FORMATS)}")
         if style == "compact":
-            return [{"role": "user", "content": f"{self.description()} {COMPACT_CONVENTION} Reply with "
-                                                f"{COMPACT_FORMATS[output_format]} only."}]
+            return [
+                {
+                    "role": "user",
+                    "content": f"{self.description()} {COMPACT_CONVENTION} Reply with "
+                    f"{COMPACT_FORMATS[output_format]} only.",
+                }
+            ]
         if style != "full":
             raise TargetError(f"unknown prompt style {style!r}; use 'full' or 'compact'")
         user = (

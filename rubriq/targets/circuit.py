@@ -43,8 +43,8 @@ class CircuitTarget(Target):
 
     def __init__(self, num_qubits: int | None = None, **params: Any) -> None:
         from rubriq.budget import BudgetExceeded, Deadline
+        from rubriq.circuit.gates import TRUSTED_MAX_GATES, UnsupportedCircuitError, canonical_ops, strip_non_unitary
         from rubriq.extract.qasm import QASMError, QASMLimits, load_qasm
-        from rubriq.circuit.gates import UnsupportedCircuitError, canonical_ops, TRUSTED_MAX_GATES, strip_non_unitary
         from rubriq.rubric.tcount import t_count
 
         qasm = params.get("qasm")
@@ -71,15 +71,18 @@ class CircuitTarget(Target):
                 self._dense.setflags(write=False)
                 dense = True
             except BudgetExceeded:
-                log.warning("circuit target: dense unitary not built within %g s; distances are sampled",
-                            PREPARE_TIME_S)
+                log.warning(
+                    "circuit target: dense unitary not built within %g s; distances are sampled", PREPARE_TIME_S
+                )
         if not dense:
-            self.max_dense_qubits = 0  # this instance has no dense unitary
+            self.max_dense_qubits = 0  # type: ignore[misc]  # this instance has no dense unitary
         self.preparation = {"seconds": time.perf_counter() - start, "gates": len(ops), "dense_unitary": dense}
 
     def description(self):
-        return (f"Rewrite the following {self.num_qubits}-qubit circuit so that it implements the same unitary "
-                f"(up to global phase) with fewer T gates:\n```qasm\n{self.params['qasm'].strip()}\n```\n")
+        return (
+            f"Rewrite the following {self.num_qubits}-qubit circuit so that it implements the same unitary "
+            f"(up to global phase) with fewer T gates:\n```qasm\n{self.params['qasm'].strip()}\n```\n"
+        )
 
     def _simulate(self, states: np.ndarray, deadline=None) -> np.ndarray:
         from rubriq.sim.exact import simulate

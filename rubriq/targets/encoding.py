@@ -38,8 +38,10 @@ class AmplitudeEncodingTarget(Target):
     kind = "state"
     max_qubits = 10
     summary = "|psi> = sum_i x_i |i> / ||x|| for a data vector x of length 2^n"
-    parameters = {"data": "2^n real amplitudes, not all zero (default: seeded uniform [0, 1))",
-                  "seed": "seed for the default data (default 42)"}
+    parameters = {
+        "data": "2^n real amplitudes, not all zero (default: seeded uniform [0, 1))",
+        "seed": "seed for the default data (default 42)",
+    }
 
     def _validate(self, params):
         data = _seeded_data(params, self.dim, 1.0, "amplitude_encoding")
@@ -49,8 +51,10 @@ class AmplitudeEncodingTarget(Target):
 
     def description(self):
         values = ", ".join(f"{v:g}" for v in self.params["data"])
-        return (f"Synthesize a {self.num_qubits}-qubit circuit that prepares, from |0...0>, the amplitude encoding "
-                f"|psi> = sum_i x_i |i> / ||x|| of the data x = [{values}] (x_i is the amplitude of basis state |i>).")
+        return (
+            f"Synthesize a {self.num_qubits}-qubit circuit that prepares, from |0...0>, the amplitude encoding "
+            f"|psi> = sum_i x_i |i> / ||x|| of the data x = [{values}] (x_i is the amplitude of basis state |i>)."
+        )
 
     def _build_state(self):
         return np.asarray(self.params["data"], dtype=float)
@@ -69,16 +73,20 @@ class AngleEncodingTarget(Target):
     kind = "state"
     max_qubits = 24
     summary = "|psi> = (x) RY(x_k)|0> on qubit k, one feature per qubit"
-    parameters = {"data": "n angles in radians (default: seeded uniform [0, pi))",
-                  "seed": "seed for the default data (default 42)"}
+    parameters = {
+        "data": "n angles in radians (default: seeded uniform [0, pi))",
+        "seed": "seed for the default data (default 42)",
+    }
 
     def _validate(self, params):
         return {"data": _seeded_data(params, self.num_qubits, math.pi, "angle_encoding")}
 
     def description(self):
         values = ", ".join(f"{v:g}" for v in self.params["data"])
-        return (f"Synthesize a {self.num_qubits}-qubit circuit that prepares, from |0...0>, the angle encoding of the "
-                f"features x = [{values}]: qubit q[k] in the state RY(x_k)|0> = cos(x_k/2)|0> + sin(x_k/2)|1>.")
+        return (
+            f"Synthesize a {self.num_qubits}-qubit circuit that prepares, from |0...0>, the angle encoding of the "
+            f"features x = [{values}]: qubit q[k] in the state RY(x_k)|0> = cos(x_k/2)|0> + sin(x_k/2)|1>."
+        )
 
     def _build_state(self):
         psi = np.array([1.0])
@@ -113,8 +121,10 @@ class BasisEncodingTarget(Target):
     def description(self):
         v = self.params["value"]
         bits = ", ".join(f"q[{k}]={(v >> k) & 1}" for k in range(self.num_qubits))
-        return (f"Synthesize a {self.num_qubits}-qubit circuit that prepares, from |0...0>, the basis encoding of the "
-                f"integer {v}: the computational basis state |{v}>, i.e. {bits}.")
+        return (
+            f"Synthesize a {self.num_qubits}-qubit circuit that prepares, from |0...0>, the basis encoding of the "
+            f"integer {v}: the computational basis state |{v}>, i.e. {bits}."
+        )
 
     def _build_state(self):
         psi = np.zeros(self.dim)

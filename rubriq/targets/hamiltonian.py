@@ -44,8 +44,11 @@ class _ChainTarget(Target):
         from qiskit.circuit.library import PauliEvolutionGate
         from qiskit.synthesis import SuzukiTrotter
 
-        gate = PauliEvolutionGate(self.hamiltonian(), time=self.params["t"],
-                                  synthesis=SuzukiTrotter(order=2, reps=self.params["trotter_steps"]))
+        gate = PauliEvolutionGate(
+            self.hamiltonian(),
+            time=self.params["t"],
+            synthesis=SuzukiTrotter(order=2, reps=self.params["trotter_steps"]),
+        )
         from qiskit import QuantumCircuit
 
         qc = QuantumCircuit(self.num_qubits)
@@ -56,8 +59,11 @@ class _ChainTarget(Target):
 class HeisenbergTarget(_ChainTarget):
     name = "heisenberg"
     summary = "exp(-iHt), H = J sum_i (X_i X_i+1 + Y_i Y_i+1 + Z_i Z_i+1) (XXX chain)"
-    parameters = {"J": "coupling (default 1.0)", "t": "evolution time (default 1.0)",
-                  "trotter_steps": "Trotter steps of the reference circuit only (default 4)"}
+    parameters = {
+        "J": "coupling (default 1.0)",
+        "t": "evolution time (default 1.0)",
+        "trotter_steps": "Trotter steps of the reference circuit only (default 4)",
+    }
     defaults = {"J": 1.0, "t": 1.0}
 
     def hamiltonian(self):
@@ -67,16 +73,21 @@ class HeisenbergTarget(_ChainTarget):
 
     def description(self):
         n, p = self.num_qubits, self.params
-        return (f"Synthesize the time evolution exp(-i H t) for t = {p['t']:g} of the {n}-qubit Heisenberg XXX chain "
-                f"H = {p['J']:g} * sum_(i=0..{n - 2}) (X_i X_(i+1) + Y_i Y_(i+1) + Z_i Z_(i+1)) with open boundaries.")
+        return (
+            f"Synthesize the time evolution exp(-i H t) for t = {p['t']:g} of the {n}-qubit Heisenberg XXX chain "
+            f"H = {p['J']:g} * sum_(i=0..{n - 2}) (X_i X_(i+1) + Y_i Y_(i+1) + Z_i Z_(i+1)) with open boundaries."
+        )
 
 
 class TFIMTarget(_ChainTarget):
     name = "tfim"
     summary = "exp(-iHt), H = -J sum_i Z_i Z_i+1 - h sum_i X_i (transverse-field Ising chain)"
-    parameters = {"J": "ZZ coupling (default 1.0)", "h": "transverse field (default 1.0)",
-                  "t": "evolution time (default 1.0)",
-                  "trotter_steps": "Trotter steps of the reference circuit only (default 4)"}
+    parameters = {
+        "J": "ZZ coupling (default 1.0)",
+        "h": "transverse field (default 1.0)",
+        "t": "evolution time (default 1.0)",
+        "trotter_steps": "Trotter steps of the reference circuit only (default 4)",
+    }
     defaults = {"J": 1.0, "h": 1.0, "t": 1.0}
 
     def hamiltonian(self):
@@ -86,6 +97,8 @@ class TFIMTarget(_ChainTarget):
 
     def description(self):
         n, p = self.num_qubits, self.params
-        return (f"Synthesize the time evolution exp(-i H t) for t = {p['t']:g} of the {n}-qubit transverse-field Ising "
-                f"chain H = -{p['J']:g} * sum_(i=0..{n - 2}) Z_i Z_(i+1) - {p['h']:g} * sum_(i=0..{n - 1}) X_i "
-                f"with open boundaries.")
+        return (
+            f"Synthesize the time evolution exp(-i H t) for t = {p['t']:g} of the {n}-qubit transverse-field Ising "
+            f"chain H = -{p['J']:g} * sum_(i=0..{n - 2}) Z_i Z_(i+1) - {p['h']:g} * sum_(i=0..{n - 1}) X_i "
+            f"with open boundaries."
+        )

@@ -59,9 +59,14 @@ class QFTTarget(Target):
 
     def description(self) -> str:
         n = self.num_qubits
-        what = "inverse quantum Fourier transform (QFT^dagger)" if self.params["inverse"] else "quantum Fourier transform"
-        swaps = ("including the final swaps that reverse the qubit order" if self.params["do_swaps"]
-                 else "WITHOUT the final swaps, so the output register is bit-reversed")
+        what = (
+            "inverse quantum Fourier transform (QFT^dagger)" if self.params["inverse"] else "quantum Fourier transform"
+        )
+        swaps = (
+            "including the final swaps that reverse the qubit order"
+            if self.params["do_swaps"]
+            else "WITHOUT the final swaps, so the output register is bit-reversed"
+        )
         return (
             f"Synthesize a {n}-qubit {what} on qubits q[0]..q[{n - 1}], "
             f"QFT|x> = 2^(-{n}/2) sum_y exp(2 pi i x y / 2^{n}) |y>, {swaps} "
@@ -129,7 +134,9 @@ class QPETarget(Target):
         m, phi = self.counting, self.params["phase"]
         big_m = 2**m
         hadamards = np.ones((big_m, big_m)) / math.sqrt(big_m)
-        hadamards = hadamards * (-1.0) ** np.array([[bin(a & b).count("1") for b in range(big_m)] for a in range(big_m)])
+        hadamards = hadamards * (-1.0) ** np.array(
+            [[bin(a & b).count("1") for b in range(big_m)] for a in range(big_m)]
+        )
         y = np.arange(big_m)
         controlled = np.concatenate([np.ones(big_m), np.exp(2j * np.pi * phi * y)])  # index y + M*e
         inv_qft = qft_matrix(m, inverse=True)

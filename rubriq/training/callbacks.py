@@ -53,8 +53,13 @@ class EarlyStopper:
 
 log = logging.getLogger("rubriq.training")
 
-STEP_KEYS = (("reward", "reward"), ("loss", "loss"), ("correct_rate", "correct"), ("parse_rate", "parsed"),
-             ("step_time", "s/step"))
+STEP_KEYS = (
+    ("reward", "reward"),
+    ("loss", "loss"),
+    ("correct_rate", "correct"),
+    ("parse_rate", "parsed"),
+    ("step_time", "s/step"),
+)
 
 
 def step_line(step: int, max_steps: int, logs: dict) -> str:
@@ -114,10 +119,14 @@ def trainer_callbacks(output_dir: Path, early_stopping: EarlyStoppingSettings, p
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs and self.stopper.update(logs.get(early_stopping.metric)):
                 control.should_training_stop = True
-                log.info("early stopping at step %d: %s has not improved for %d logs", state.global_step,
-                         early_stopping.metric, early_stopping.patience)
+                log.info(
+                    "early stopping at step %d: %s has not improved for %d logs",
+                    state.global_step,
+                    early_stopping.metric,
+                    early_stopping.patience,
+                )
 
-    callbacks = [JsonlLogger()]
+    callbacks: list[TrainerCallback] = [JsonlLogger()]
     if early_stopping.patience > 0:
         callbacks.append(EarlyStopping())
     return callbacks

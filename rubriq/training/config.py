@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rubriq.evaluation.settings import EvalSettings  # noqa: F401 (the evaluation section of TrainSettings)
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
+from rubriq.evaluation.settings import EvalSettings  # noqa: F401 (the evaluation section of TrainSettings)
 
 
 @dataclass(frozen=True)
@@ -115,11 +115,11 @@ class TrainSettings:
     """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "TrainSettings":
+    def from_yaml(cls, path: str | Path) -> TrainSettings:
         return cls.from_dict(load_with_base(path))
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TrainSettings":
+    def from_dict(cls, data: dict[str, Any]) -> TrainSettings:
         data = dict(data)
         grpo = data.pop("grpo", {}) or {}
         ppo = data.pop("ppo", {}) or {}
@@ -130,9 +130,11 @@ class TrainSettings:
             # RubriQ hands TRL one function per dimension so that TRL's reward is exactly
             # R = sum_d w_d S_d; normalize_then_sum (GDPO) normalizes each dimension within the
             # group before summing, so the advantages would no longer be those of R
-            raise ConfigError("grpo.multi_objective_aggregation must be sum_then_normalize (TRL's default): with "
-                              f"{grpo['multi_objective_aggregation']!r} each rubric dimension is normalized "
-                              "separately and the policy is no longer trained on the rubric reward R")
+            raise ConfigError(
+                "grpo.multi_objective_aggregation must be sum_then_normalize (TRL's default): with "
+                f"{grpo['multi_objective_aggregation']!r} each rubric dimension is normalized "
+                "separately and the policy is no longer trained on the rubric reward R"
+            )
         check_ppo_keys(ppo)
         settings = from_dict(cls, data)
         check_trl_keys("SFTConfig", settings.sft.args, "sft.args")

@@ -28,7 +28,7 @@ def _groups(input_ids) -> int | None:
     if size == 1 or n % size:
         return None
     for start in range(0, n, size):
-        if not bool((input_ids[start:start + size] == input_ids[start]).all()):
+        if not bool((input_ids[start : start + size] == input_ids[start]).all()):
             return None
     return size
 
@@ -38,7 +38,11 @@ def prefix_generate(generate, model: Any, input_ids=None, attention_mask=None, *
     import torch
     from transformers import DynamicCache
 
-    size = None if input_ids is None or "past_key_values" in kwargs or "cache" in kwargs or input_ids.shape[1] < 2 else _groups(input_ids)
+    size = (
+        None
+        if input_ids is None or "past_key_values" in kwargs or "cache" in kwargs or input_ids.shape[1] < 2
+        else _groups(input_ids)
+    )
     if size is None:
         return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
     unique = input_ids[::size, :-1]

@@ -44,14 +44,14 @@ def _trainer_class():
 
         def __init__(self, *args, shared_prompt_prefill: bool = True, **kwargs):
             super().__init__(*args, **kwargs)
-            if shared_prompt_prefill and not self.args.use_vllm:
+            if shared_prompt_prefill and not getattr(self.args, "use_vllm", False):
                 install_prefix_generate(self.model)
 
         def _generate(self, prompts: list):
             start = time.perf_counter()
             out = super()._generate(prompts)
             seconds = time.perf_counter() - start
-            mode = "train" if self.model.training else "eval"
+            mode = "train" if self.model is not None and self.model.training else "eval"
             tokens = sum(len(ids) for ids in out[1])
             self._metrics[mode]["timing/generation_s"].append(seconds)
             self._metrics[mode]["tokens_per_s"].append(tokens / seconds if seconds > 0 else float("nan"))
@@ -68,9 +68,18 @@ def _trainer_class():
     return RubriQGRPOTrainer
 
 
-def build_grpo_trainer(model: Any, tokenizer: Any, rows: list[dict], rewards: RubricRewards | None = None,
-                       grpo_args: dict | None = None, lora: dict | None = None, reward_funcs=None,
-                       reward_weights=None, callbacks: list | None = None, shared_prompt_prefill: bool = True):
+def build_grpo_trainer(
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict],
+    rewards: RubricRewards | None = None,
+    grpo_args: dict | None = None,
+    lora: dict | None = None,
+    reward_funcs=None,
+    reward_weights=None,
+    callbacks: list | None = None,
+    shared_prompt_prefill: bool = True,
+):
     """A GRPO trainer on ``rows`` with the rubric rewards (or ``reward_funcs``, e.g. a sparse
     reward) and, when ``lora`` is given, a PEFT LoRA adapter (keys of ``peft.LoraConfig``).
     ``shared_prompt_prefill``: pre-fill each prompt once per group (``generation.py``)."""
@@ -84,9 +93,16 @@ def build_grpo_trainer(model: Any, tokenizer: Any, rows: list[dict], rewards: Ru
     if args.use_vllm:
         _require("vllm", "grpo.use_vllm")
     peft_config = LoraConfig(task_type="CAUSAL_LM", **lora) if lora else None
-    trainer = _trainer_class()(model=model, reward_funcs=funcs, args=args, train_dataset=rows_to_dataset(rows),
-                               processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks,
-                               shared_prompt_prefill=shared_prompt_prefill)
+    trainer = _trainer_class()(
+        model=model,
+        reward_funcs=funcs,
+        args=args,
+        train_dataset=rows_to_dataset(rows),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=callbacks,
+        shared_prompt_prefill=shared_prompt_prefill,
+    )
     quiet_progress(trainer)
     return trainer
 
@@ -95,5 +111,7 @@ def _require(module: str, setting: str) -> None:
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
-        raise RuntimeError(f"{setting} needs the package {module!r}, which is not installed: "
-                           "pip install 'rubriq[gpu]' on a CUDA machine (vLLM and DeepSpeed need GPUs)")
+        raise RuntimeError(
+            f"{setting} needs the package {module!r}, which is not installed: "
+            "pip install 'rubriq[gpu]' on a CUDA machine (vLLM and DeepSpeed need GPUs)"
+        )

@@ -40,8 +40,13 @@ class LaunchSettings:
     """Run the processes on CPUs (gloo), one machine: tests and debugging."""
 
 
-def launch_command(config: str | Path, launch: LaunchSettings = LaunchSettings(), resume: bool = False,
-                   max_steps: int | None = None, script: str | Path = SCRIPT) -> list[str]:
+def launch_command(
+    config: str | Path,
+    launch: LaunchSettings = LaunchSettings(),
+    resume: bool = False,
+    max_steps: int | None = None,
+    script: str | Path = SCRIPT,
+) -> list[str]:
     """The argv that trains ``config`` under ``launch``."""
     tail = [str(script), "--rubriq_config", str(config)]
     if resume:
@@ -62,14 +67,31 @@ def launch_command(config: str | Path, launch: LaunchSettings = LaunchSettings()
             raise ValueError("--cpu runs the processes on this machine, without an accelerate config")
         # accelerate's --cpu with several processes needs MPI; torchrun (--multi_gpu) on a machine
         # without GPUs gives CPU processes on gloo
-        cmd += ["--multi_gpu", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-                "--main_process_port", str(launch.main_process_port)]
+        cmd += [
+            "--multi_gpu",
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_port",
+            str(launch.main_process_port),
+        ]
     cmd += ["--num_processes", str(launch.num_processes)]
     if launch.num_machines > 1:
         if not launch.main_process_ip:
             raise ValueError("multi-node training needs --main-process-ip (the rank-0 host)")
-        cmd += ["--num_machines", str(launch.num_machines), "--machine_rank", str(launch.machine_rank),
-                "--main_process_ip", launch.main_process_ip, "--main_process_port", str(launch.main_process_port)]
+        cmd += [
+            "--num_machines",
+            str(launch.num_machines),
+            "--machine_rank",
+            str(launch.machine_rank),
+            "--main_process_ip",
+            launch.main_process_ip,
+            "--main_process_port",
+            str(launch.main_process_port),
+        ]
     return cmd + tail
 
 
@@ -84,8 +106,9 @@ def check_runnable(launch: LaunchSettings) -> None:
         if not cfg.is_file():
             raise FileNotFoundError(f"accelerate config {cfg} not found")
         if "DEEPSPEED" in cfg.read_text(encoding="utf-8") and importlib.util.find_spec("deepspeed") is None:
-            raise RuntimeError(f"{cfg} uses DeepSpeed, which is not installed: pip install 'rubriq[gpu]' on a "
-                               "CUDA machine")
+            raise RuntimeError(
+                f"{cfg} uses DeepSpeed, which is not installed: pip install 'rubriq[gpu]' on a CUDA machine"
+            )
     try:
         import torch
 
@@ -93,9 +116,11 @@ def check_runnable(launch: LaunchSettings) -> None:
     except ImportError:
         gpus = 0
     if gpus == 0 and launch.num_processes > 1 and not launch.cpu:
-        raise RuntimeError(f"{launch.num_processes} processes need GPUs and this machine has none; "
-                           "print the command with --dry-run, run them on CPUs with --cpu (and use_cpu: true "
-                           "in the config), or train in one process with --launcher python")
+        raise RuntimeError(
+            f"{launch.num_processes} processes need GPUs and this machine has none; "
+            "print the command with --dry-run, run them on CPUs with --cpu (and use_cpu: true "
+            "in the config), or train in one process with --launcher python"
+        )
 
 
 def as_shell(cmd: list[str]) -> str:

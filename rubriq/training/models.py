@@ -108,8 +108,9 @@ def load_model(name_or_path: str = EMBEDDED, dtype=None):
     try:
         return AutoModelForCausalLM.from_pretrained(path, **kwargs)
     except OSError as exc:
-        raise ModelUnavailable(f"cannot load model {name_or_path!r}: {exc}. Without network access use a local "
-                               f"folder or 'embedded'") from None
+        raise ModelUnavailable(
+            f"cannot load model {name_or_path!r}: {exc}. Without network access use a local folder or 'embedded'"
+        ) from None
 
 
 def tiny_model(tokenizer, seed: int = 0, hidden_size: int = 64, layers: int = 2):
@@ -118,9 +119,16 @@ def tiny_model(tokenizer, seed: int = 0, hidden_size: int = 64, layers: int = 2)
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=2 * hidden_size,
-        num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-        tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id,
     )
     torch.manual_seed(seed)

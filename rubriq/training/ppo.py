@@ -32,9 +32,10 @@ import logging
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -86,8 +87,9 @@ def masked_whiten(x: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> tor
     return (x - mean) * torch.rsqrt(var + eps) * mask
 
 
-def token_rewards(terminal: torch.Tensor, logprobs: torch.Tensor, ref_logprobs: torch.Tensor,
-                  mask: torch.Tensor, kl_coef: float) -> torch.Tensor:
+def token_rewards(
+    terminal: torch.Tensor, logprobs: torch.Tensor, ref_logprobs: torch.Tensor, mask: torch.Tensor, kl_coef: float
+) -> torch.Tensor:
     """Per-token rewards: -beta * KL estimate, plus the terminal reward on each row's last token.
 
     >>> m = torch.tensor([[1., 1., 0.]])
@@ -100,8 +102,9 @@ def token_rewards(terminal: torch.Tensor, logprobs: torch.Tensor, ref_logprobs: 
     return rewards
 
 
-def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float,
-        lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+def gae(
+    rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Generalized advantage estimates and returns over right-padded rows (V after the last
     valid token is 0).
 
@@ -121,8 +124,9 @@ def gae(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: 
     return advantages, (advantages + values) * mask
 
 
-def policy_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor,
-                mask: torch.Tensor, clip_range: float) -> tuple[torch.Tensor, torch.Tensor]:
+def policy_loss(
+    logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, clip_range: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The clipped surrogate loss and the fraction of tokens where clipping was active."""
     ratio = torch.exp(logprobs - old_logprobs)
     unclipped = -advantages * ratio
@@ -132,8 +136,9 @@ def policy_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: 
     return loss, clipfrac
 
 
-def value_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor,
-               clip_range_value: float) -> torch.Tensor:
+def value_loss(
+    values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip_range_value: float
+) -> torch.Tensor:
     clipped = old_values + torch.clamp(values - old_values, -clip_range_value, clip_range_value)
     return 0.5 * masked_mean(torch.maximum((values - returns) ** 2, (clipped - returns) ** 2), mask)
 
@@ -150,16 +155,17 @@ class ValueHead(torch.nn.Module):
         return self.linear(hidden).squeeze(-1)
 
 
-def forward_logprobs_values(model, head: ValueHead | None, input_ids: torch.Tensor, attention: torch.Tensor,
-                            prompt_len: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+def forward_logprobs_values(
+    model, head: ValueHead | None, input_ids: torch.Tensor, attention: torch.Tensor, prompt_len: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probabilities of the completion tokens (positions >= prompt_len) and their values."""
     out = model(input_ids=input_ids, attention_mask=attention, output_hidden_states=head is not None)
-    logits = out.logits[:, prompt_len - 1:-1].float()
+    logits = out.logits[:, prompt_len - 1 : -1].float()
     targets = input_ids[:, prompt_len:]
     logprobs = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     values = None
     if head is not None:
-        values = head(out.hidden_states[-1][:, prompt_len - 1:-1].float())
+        values = head(out.hidden_states[-1][:, prompt_len - 1 : -1].float())
     return logprobs, values
 
 
@@ -195,9 +201,17 @@ def _device():
 class PPOTrainer:
     """Sparse-PPO on chat prompt rows with a TRL-style reward function (one scalar per completion)."""
 
-    def __init__(self, model, tokenizer, rows: list[dict], reward_fn: Callable[..., list[float]],
-                 settings: PPOSettings, output_dir: str | Path, lora: dict | None = None,
-                 callbacks: list[Callable[[dict], bool]] | None = None) -> None:
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        rows: list[dict],
+        reward_fn: Callable[..., list[float]],
+        settings: PPOSettings,
+        output_dir: str | Path,
+        lora: dict | None = None,
+        callbacks: list[Callable[[dict], bool]] | None = None,
+    ) -> None:
         from peft import LoraConfig, get_peft_model
 
         if not rows:
@@ -206,6 +220,8 @@ class PPOTrainer:
         self.tokenizer = tokenizer
         self.output_dir = Path(output_dir)
         self.callbacks = callbacks or []
+        self.rubriq_rewards: Any = None
+        """The RubricRewards scoring this run (its stats count the simulations)."""
         if lora is None:
             raise ValueError("PPO here runs on a LoRA adapter (the reference policy is the adapter-off model)")
         self.device = _device()
@@ -218,7 +234,7 @@ class PPOTrainer:
         params = [p for p in self.model.parameters() if p.requires_grad] + list(self.head.parameters())
         self.optimizer = torch.optim.AdamW(params, lr=settings.learning_rate)
         self.step = 0
-        self.writer = None
+        self.writer: Any = None
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         tokenizer.padding_side = "left"
@@ -239,13 +255,20 @@ class PPOTrainer:
     @torch.no_grad()
     def rollout(self, rows: list[dict]) -> dict[str, Any]:
         s = self.settings
-        prompts = [self.tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
-                   for r in rows]
+        prompts = [
+            self.tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows
+        ]
         enc = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         start = time.perf_counter()
         self.model.eval()
-        seq = self.model.generate(**enc, do_sample=True, temperature=s.temperature, top_p=s.top_p,
-                                  max_new_tokens=s.max_new_tokens, pad_token_id=self.tokenizer.pad_token_id)
+        seq = self.model.generate(
+            **enc,
+            do_sample=True,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            max_new_tokens=s.max_new_tokens,
+            pad_token_id=self.tokenizer.pad_token_id,
+        )
         gen_s = time.perf_counter() - start
         prompt_len = enc["input_ids"].shape[1]
         completion = seq[:, prompt_len:]
@@ -253,23 +276,42 @@ class PPOTrainer:
         mask = torch.ones_like(completion, dtype=torch.float)
         for i, row in enumerate(completion.tolist()):  # up to and including the first EOS
             if eos in row:
-                mask[i, row.index(eos) + 1:] = 0
+                mask[i, row.index(eos) + 1 :] = 0
         attention = torch.cat([enc["attention_mask"], mask.long()], dim=1)
-        texts = self.tokenizer.batch_decode(completion * mask.long() + (1 - mask.long()) * self.tokenizer.pad_token_id,
-                                            skip_special_tokens=True)
+        texts = self.tokenizer.batch_decode(
+            completion * mask.long() + (1 - mask.long()) * self.tokenizer.pad_token_id, skip_special_tokens=True
+        )
         start = time.perf_counter()
         logged: dict[str, list[float]] = {}
-        terminal = torch.tensor(self.reward_fn(prompts=prompts, completions=texts, target=[r["target"] for r in rows],
-                                               log_metric=lambda k, v: logged.setdefault(k, []).append(v)),
-                                dtype=torch.float, device=self.device)
+        terminal = torch.tensor(
+            self.reward_fn(
+                prompts=prompts,
+                completions=texts,
+                target=[r["target"] for r in rows],
+                log_metric=lambda k, v: logged.setdefault(k, []).append(v),
+            ),
+            dtype=torch.float,
+            device=self.device,
+        )
         reward_s = time.perf_counter() - start
         logprobs, values = forward_logprobs_values(self.model, self.head, seq, attention, prompt_len)
         with self.model.disable_adapter():
             ref_logprobs, _ = forward_logprobs_values(self.model, None, seq, attention, prompt_len)
-        return {"seq": seq, "attention": attention, "prompt_len": prompt_len, "mask": mask, "terminal": terminal,
-                "logprobs": logprobs, "ref_logprobs": ref_logprobs, "values": values, "texts": texts,
-                "metrics": {k: sum(v) / len(v) for k, v in logged.items()}, "generation_s": gen_s,
-                "reward_s": reward_s, "tokens": float(mask.sum())}
+        return {
+            "seq": seq,
+            "attention": attention,
+            "prompt_len": prompt_len,
+            "mask": mask,
+            "terminal": terminal,
+            "logprobs": logprobs,
+            "ref_logprobs": ref_logprobs,
+            "values": values,
+            "texts": texts,
+            "metrics": {k: sum(v) / len(v) for k, v in logged.items()},
+            "generation_s": gen_s,
+            "reward_s": reward_s,
+            "tokens": float(mask.sum()),
+        }
 
     def ppo_update(self, ro: dict[str, Any]) -> dict[str, float]:
         s = self.settings
@@ -283,9 +325,11 @@ class PPOTrainer:
         n = len(mask)
         for _ in range(s.ppo_epochs):
             for idx in torch.randperm(n, device=mask.device).split(s.mini_batch_size):
-                logprobs, values = forward_logprobs_values(self.model, self.head, ro["seq"][idx], ro["attention"][idx],
-                                                           ro["prompt_len"])
+                logprobs, values = forward_logprobs_values(
+                    self.model, self.head, ro["seq"][idx], ro["attention"][idx], ro["prompt_len"]
+                )
                 pl, clipfrac = policy_loss(logprobs, ro["logprobs"][idx], advantages[idx], mask[idx], s.clip_range)
+                assert values is not None  # the policy has a value head here
                 vl = value_loss(values, ro["values"][idx], returns[idx], mask[idx], s.clip_range_value)
                 loss = pl + s.vf_coef * vl
                 self.optimizer.zero_grad()
@@ -307,9 +351,16 @@ class PPOTrainer:
             self._barrier()
             return
         directory.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(directory)
-        torch.save({"head": self.head.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
-                    "torch_rng": torch.get_rng_state()}, directory / "ppo_state.pt")
+        self.model.save_pretrained(str(directory))
+        torch.save(
+            {
+                "head": self.head.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "step": self.step,
+                "torch_rng": torch.get_rng_state(),
+            },
+            directory / "ppo_state.pt",
+        )
         (directory / "trainer_state.json").write_text(json.dumps({"global_step": self.step}))
         self._barrier()
 
@@ -356,21 +407,28 @@ class PPOTrainer:
                 if self.world > 1:  # the mean over every rank's completions
                     torch.distributed.all_reduce(reward)
                     reward = reward / self.world
-                log = {"phase": "ppo", "step": self.step, "reward": float(reward), **ro["metrics"],
-                       **update, "step_time": step_s, "timing/generation_s": ro["generation_s"],
-                       "timing/reward_s": ro["reward_s"],
-                       "timing/update_s": step_s - ro["generation_s"] - ro["reward_s"],
-                       "tokens_per_s": ro["tokens"] / ro["generation_s"] if ro["generation_s"] else math.nan}
+                record = {
+                    "phase": "ppo",
+                    "step": self.step,
+                    "reward": float(reward),
+                    **ro["metrics"],
+                    **update,
+                    "step_time": step_s,
+                    "timing/generation_s": ro["generation_s"],
+                    "timing/reward_s": ro["reward_s"],
+                    "timing/update_s": step_s - ro["generation_s"] - ro["reward_s"],
+                    "tokens_per_s": ro["tokens"] / ro["generation_s"] if ro["generation_s"] else math.nan,
+                }
                 if self.step % s.logging_steps == 0 and self.rank == 0:
-                    append_jsonl(self.output_dir / "metrics.jsonl", log)
+                    append_jsonl(self.output_dir / "metrics.jsonl", record)
                     if self.writer is not None:
-                        for k, v in log.items():
+                        for k, v in record.items():
                             if isinstance(v, float) and math.isfinite(v):
                                 self.writer.add_scalar(f"train/{k}", v, self.step)
                 if s.save_steps and self.step % s.save_steps == 0:
                     self.save(self.output_dir / f"checkpoint-{self.step}")
                 progress.update(task, completed=self.step)
-                if any(cb(log) for cb in self.callbacks):
+                if any(cb(record) for cb in self.callbacks):
                     log.info("early stopping at PPO step %d", self.step)
                     break
         if self.writer is not None:

@@ -16,6 +16,7 @@ it says that GRPO had no measurable effect at this budget and points to the conv
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import statistics
 import time
@@ -32,20 +33,22 @@ def _say(console, message: str) -> None:
 
 
 def evaluate_policy(settings, model, tokenizer, rows: list[dict], label: str) -> list[dict]:
-    from rubriq.evaluation.sampling import generate, score
+    from rubriq.evaluation.sampling import sample, score
 
-    e = settings.evaluation
-    records = generate(model, tokenizer, rows, samples=e.samples, max_new_tokens=e.max_new_tokens,
-                       temperature=e.temperature, top_p=e.top_p, batch_size=e.batch_size,
-                       description=f"evaluating {label}")
+    records = sample(model, tokenizer, rows, settings.evaluation, description=f"evaluating {label}")
     return score(records, settings.rubric)
 
 
 def step_breakdown(metrics: list[dict]) -> dict[str, float]:
     """Mean seconds per GRPO step: total and its generation / reward / update parts."""
-    keys = {"step": "step_time", "generation": "timing/generation_s", "reward": "timing/reward_s",
-            "update": "timing/update_s", "tokens_per_s": "tokens_per_s",
-            "completion_tokens": "completions/mean_length"}
+    keys = {
+        "step": "step_time",
+        "generation": "timing/generation_s",
+        "reward": "timing/reward_s",
+        "update": "timing/update_s",
+        "tokens_per_s": "tokens_per_s",
+        "completion_tokens": "completions/mean_length",
+    }
     out = {}
     for name, key in keys.items():
         values = [m[key] for m in metrics if m.get(key) is not None]
@@ -54,8 +57,12 @@ def step_breakdown(metrics: list[dict]) -> dict[str, float]:
     return out
 
 
-def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickstart", max_steps: int | None = None,
-        console: Any = None) -> Path:
+def run(
+    config: str | Path = DEFAULT_CONFIG,
+    out_dir: str | Path = "runs/quickstart",
+    max_steps: int | None = None,
+    console: Any = None,
+) -> Path:
     """Run the quickstart; return the path of the report."""
     from rubriq.evaluation.metrics import paired_prompt_difference, per_prompt_ci, summarize
     from rubriq.evaluation.plots import learning_curves, phase_bars, read_metrics
@@ -66,8 +73,9 @@ def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickst
 
     out = Path(out_dir)
     settings = TrainSettings.from_yaml(config)
-    settings = dataclasses.replace(settings, output_dir=str(out / "train"),
-                                   data=dataclasses.replace(settings.data, dataset=str(out / "data")))
+    settings = dataclasses.replace(
+        settings, output_dir=str(out / "train"), data=dataclasses.replace(settings.data, dataset=str(out / "data"))
+    )
     if not settings.sft.enabled:
         raise ValueError(f"{config}: the quickstart needs sft.enabled: true")
     (out / "train" / "metrics.jsonl").unlink(missing_ok=True)
@@ -99,8 +107,11 @@ def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickst
         summaries[label]["reward_ci"] = per_prompt_ci(records, "reward", eps)
         seconds[f"eval {label}"] = time.perf_counter() - start
         s = summaries[label]
-        _say(console, f"    parse rate {s['parse_rate']:.2f}, mean reward {s['mean_reward']:.3f}, "
-                      f"correct (F_avg >= {settings.rubric.fidelity.correct_threshold}): {s['correct_rate']:.2f}")
+        _say(
+            console,
+            f"    parse rate {s['parse_rate']:.2f}, mean reward {s['mean_reward']:.3f}, "
+            f"correct (F_avg >= {settings.rubric.fidelity.correct_threshold}): {s['correct_rate']:.2f}",
+        )
 
     evaluate(PHASES[0], "2/6")
     _say(console, "[bold]3/6[/] SFT warm-start on the training references")
@@ -120,14 +131,28 @@ def run(config: str | Path = DEFAULT_CONFIG, out_dir: str | Path = "runs/quickst
     metrics = read_metrics(out / "train" / "metrics.jsonl", phase="grpo")
     breakdown = step_breakdown(metrics)
     learning_curves(metrics, out / "reward_curve.png", title="Quickstart GRPO (embedded 135M, CPU)")
-    phase_bars(summaries, out / "phases.png",
-               title=f"Held-out prompts ({len(eval_rows)}), {k} samples each at T = {settings.evaluation.temperature}")
-    differences = {f"{b} -> {a}": {m: paired_prompt_difference(records_of[b], records_of[a], m, eps)
-                                   for m in ("correct", "reward")}
-                   for b, a in zip(PHASES, PHASES[1:])}
-    summary = {"config": str(config), "summaries": summaries, "differences": differences, "seconds": seconds,
-               "grpo_step": breakdown, "train_prompts": len(train_rows), "eval_prompts": len(eval_rows),
-               "grpo_steps": len(metrics), "samples": k}
+    phase_bars(
+        summaries,
+        out / "phases.png",
+        title=f"Held-out prompts ({len(eval_rows)}), {k} samples each at T = {settings.evaluation.temperature}",
+    )
+    differences = {
+        f"{b} -> {a}": {
+            m: paired_prompt_difference(records_of[b], records_of[a], m, eps) for m in ("correct", "reward")
+        }
+        for b, a in itertools.pairwise(PHASES)
+    }
+    summary = {
+        "config": str(config),
+        "summaries": summaries,
+        "differences": differences,
+        "seconds": seconds,
+        "grpo_step": breakdown,
+        "train_prompts": len(train_rows),
+        "eval_prompts": len(eval_rows),
+        "grpo_steps": len(metrics),
+        "samples": k,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     report = write_report(out, summary, settings)
     _say(console, f"[green]report:[/] {report}")
@@ -139,36 +164,79 @@ def write_report(out: Path, summary: dict, settings) -> Path:
 
     k, e = summary.get("samples", 1), settings.evaluation
     threshold = settings.rubric.fidelity.correct_threshold
-    lines = ["# RubriQ quickstart", "",
-             f"Model: {settings.model.name_or_path}; {summary['train_prompts']} training prompts, "
-             f"{summary['eval_prompts']} held-out prompts (targets never trained on), {k} completions sampled per "
-             f"prompt at temperature {e.temperature} ({e.max_new_tokens} new tokens at most); "
-             f"{summary['grpo_steps']} GRPO steps with N = {settings.grpo.get('num_generations', 8)} completions per "
-             "prompt. Intervals: 95% t-intervals over prompts.", ""]
+    lines = [
+        "# RubriQ quickstart",
+        "",
+        f"Model: {settings.model.name_or_path}; {summary['train_prompts']} training prompts, "
+        f"{summary['eval_prompts']} held-out prompts (targets never trained on), {k} completions sampled per "
+        f"prompt at temperature {e.temperature} ({e.max_new_tokens} new tokens at most); "
+        f"{summary['grpo_steps']} GRPO steps with N = {settings.grpo.get('num_generations', 8)} completions per "
+        "prompt. Intervals: 95% t-intervals over prompts.",
+        "",
+    ]
     lines += markdown_table(
-        ["phase", "parse rate", "mean reward", f"correct (F_avg >= {threshold})", f"pass@{k}", "mean F_avg",
-         "C over correct", "mean T", "wrong rewarded"],
-        [[phase, fmt(s["parse_rate"], 2), format_ci(s["reward_ci"]), format_ci(s["correct_ci"], 2),
-          fmt(s.get(f"pass@{k}"), 2), fmt(s["mean_fidelity"]), fmt(s["compression"], 2), fmt(s["mean_t_count"], 1),
-          fmt(s["wrong_rewarded_rate"], 2)] for phase, s in summary["summaries"].items()])
+        [
+            "phase",
+            "parse rate",
+            "mean reward",
+            f"correct (F_avg >= {threshold})",
+            f"pass@{k}",
+            "mean F_avg",
+            "C over correct",
+            "mean T",
+            "wrong rewarded",
+        ],
+        [
+            [
+                phase,
+                fmt(s["parse_rate"], 2),
+                format_ci(s["reward_ci"]),
+                format_ci(s["correct_ci"], 2),
+                fmt(s.get(f"pass@{k}"), 2),
+                fmt(s["mean_fidelity"]),
+                fmt(s["compression"], 2),
+                fmt(s["mean_t_count"], 1),
+                fmt(s["wrong_rewarded_rate"], 2),
+            ]
+            for phase, s in summary["summaries"].items()
+        ],
+    )
     lines += ["", "Paired per-prompt differences (later phase minus earlier phase):", ""]
-    lines += markdown_table(["change", "correct rate", "mean reward"],
-                            [[change, format_ci(d["correct"], 2), format_ci(d["reward"])]
-                             for change, d in summary["differences"].items()])
+    lines += markdown_table(
+        ["change", "correct rate", "mean reward"],
+        [[change, format_ci(d["correct"], 2), format_ci(d["reward"])] for change, d in summary["differences"].items()],
+    )
     grpo = summary["differences"].get(f"{PHASES[1]} -> {PHASES[2]}", {})
     lo, hi = (grpo.get("correct") or (None, None, None))[1:]
-    if lo is not None and lo <= 0 <= hi:
-        lines += ["", f"GRPO had no measurable effect on the held-out correct rate at this budget "
-                      f"({summary['grpo_steps']} steps): the 95% interval of the change contains 0. The convergence "
-                      "study (results/studies/convergence/, `rubriq study convergence`) measures GRPO over more "
-                      "steps and seeds."]
+    if lo is not None and hi is not None and lo <= 0 <= hi:
+        lines += [
+            "",
+            f"GRPO had no measurable effect on the held-out correct rate at this budget "
+            f"({summary['grpo_steps']} steps): the 95% interval of the change contains 0. The convergence "
+            "study (results/studies/convergence/, `rubriq study convergence`) measures GRPO over more "
+            "steps and seeds.",
+        ]
     b = summary["grpo_step"]
-    lines += ["", "C = T0 / T(c) over correct circuits only (docs/metrics.md).", "",
-              "## GRPO step time (seconds, mean over steps)", ""]
-    lines += markdown_table(["step", "generation", "reward", "update", "completion tokens", "tokens/s"],
-                            [[fmt(b.get("step"), 1), fmt(b.get("generation"), 1), fmt(b.get("reward"), 2),
-                              fmt(b.get("update"), 1), fmt(b.get("completion_tokens"), 0),
-                              fmt(b.get("tokens_per_s"), 1)]])
+    lines += [
+        "",
+        "C = T0 / T(c) over correct circuits only (docs/metrics.md).",
+        "",
+        "## GRPO step time (seconds, mean over steps)",
+        "",
+    ]
+    lines += markdown_table(
+        ["step", "generation", "reward", "update", "completion tokens", "tokens/s"],
+        [
+            [
+                fmt(b.get("step"), 1),
+                fmt(b.get("generation"), 1),
+                fmt(b.get("reward"), 2),
+                fmt(b.get("update"), 1),
+                fmt(b.get("completion_tokens"), 0),
+                fmt(b.get("tokens_per_s"), 1),
+            ]
+        ],
+    )
     lines += ["", "## Wall time per phase (seconds)", ""]
     lines += markdown_table(list(summary["seconds"]), [[f"{v:.0f}" for v in summary["seconds"].values()]])
     lines += ["", "![reward curve](reward_curve.png)", "", "![phases](phases.png)", ""]

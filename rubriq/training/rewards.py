@@ -33,7 +33,8 @@ scoring as ``timing/reward_s``.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rubriq.config import RubricConfig
 from rubriq.evaluation.metrics import batch_metrics
@@ -64,28 +65,31 @@ class RubricRewards(BatchScorer):
     def __init__(self, config: RubricConfig | None = None, workers: int | None = 1, cache_size: int = 65536) -> None:
         super().__init__(config, workers, cache_size)
 
-    def results(self, completions: list, target: list) -> list[EvaluationResult]:  # type: ignore[override]
+    def results(self, completions: list, target: list) -> list[EvaluationResult]:
         """Evaluation results for a batch of TRL completions (cached; each distinct (target,
         text) scored once)."""
         return super().results([completion_text(c) for c in completions], list(target))
 
-    def log_batch(self, results: list[EvaluationResult], target: list, log_metric: Callable | None,
-                  prompts: list | None = None) -> None:
+    def log_batch(
+        self, results: list[EvaluationResult], target: list, log_metric: Callable | None, prompts: list | None = None
+    ) -> None:
         """Report the batch metrics through TRL's ``log_metric(name, value)``; completions of
         the same prompt form one group (``wrong_rewarded_rate``)."""
         import json
 
         if log_metric is None:
             return
-        t0s = [self.evaluator(t).target.t0 for t in target]
+        t0s: list[int | None] = [self.evaluator(t).target.t0 for t in target]
         groups = None if prompts is None else [json.dumps(p, sort_keys=True, default=str) for p in prompts]
-        for name, value in batch_metrics([r.to_dict() for r in results], t0s,
-                                         1 - self.config.fidelity.correct_threshold, groups).items():
+        for name, value in batch_metrics(
+            [r.to_dict() for r in results], t0s, 1 - self.config.fidelity.correct_threshold, groups
+        ).items():
             if value == value:  # undefined (NaN) metrics are not logged: TensorBoard refuses None
                 log_metric(name, value)
 
-    def timed_results(self, completions: list, target: list, log_metric: Callable | None,
-                      prompts: list | None = None) -> list[EvaluationResult]:
+    def timed_results(
+        self, completions: list, target: list, log_metric: Callable | None, prompts: list | None = None
+    ) -> list[EvaluationResult]:
         """:meth:`results`, and with ``log_metric`` the batch metrics and ``timing/reward_s``."""
         before = self.stats["seconds"]
         results = self.results(completions, target)
@@ -140,8 +144,12 @@ class DimensionReward:
     def __call__(self, prompts=None, completions=None, target=None, log_metric=None, **_: Any) -> list[float]:
         if completions is None or target is None:
             raise ValueError("reward functions need completions= and target= (dataset column)")
-        results = self.rewards.timed_results(list(completions), list(target), log_metric if self.log else None,
-                                             None if prompts is None else list(prompts))
+        results = self.rewards.timed_results(
+            list(completions),
+            list(target),
+            log_metric if self.log else None,
+            None if prompts is None else list(prompts),
+        )
         if self.dimension == "total":
             return [float(r.reward) for r in results]
         return [float(r.scores[self.dimension]) for r in results]
@@ -164,13 +172,14 @@ class SparseReward:
     def __call__(self, prompts=None, completions=None, target=None, log_metric=None, **_: Any) -> list[float]:
         threshold = self.rewards.config.fidelity.correct_threshold
         out = []
-        for r in self.rewards.timed_results(list(completions or ()), list(target or ()), log_metric,
-                                            None if prompts is None else list(prompts)):
+        for r in self.rewards.timed_results(
+            list(completions or ()), list(target or ()), log_metric, None if prompts is None else list(prompts)
+        ):
             ok = is_correct(r, threshold)
             if self.kind == "correct":
                 out.append(1.0 if ok else 0.0)
             else:
-                out.append(0.0 if not ok else (1.0 if r.t_count == 0 else 1.0 / r.t_count))
+                out.append(0.0 if not ok or r.t_count is None else (1.0 if r.t_count == 0 else 1.0 / r.t_count))
         return out
 
 

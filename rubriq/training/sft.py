@@ -23,12 +23,12 @@ qc.cx(0, 1)
 
 from __future__ import annotations
 
-from rubriq.training.callbacks import quiet_progress
-
 from pathlib import Path
 from typing import Any
 
 from qiskit import QuantumCircuit, qasm2, qasm3
+
+from rubriq.training.callbacks import quiet_progress
 
 FENCE = {"qasm2": "qasm", "qasm3": "qasm", "python": "python"}
 
@@ -76,20 +76,35 @@ def sft_dataset(rows: list[dict], max_reference_chars: int = 0):
     return Dataset.from_list(out)
 
 
-def run_sft(model: Any, tokenizer: Any, rows: list[dict], output_dir: str | Path, args: dict | None = None,
-            lora: dict | None = None, callbacks: list | None = None, max_reference_chars: int = 0):
+def run_sft(
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict],
+    output_dir: str | Path,
+    args: dict | None = None,
+    lora: dict | None = None,
+    callbacks: list | None = None,
+    max_reference_chars: int = 0,
+):
     """Fine-tune ``model`` on the references of ``rows``; return the (merged) model."""
     from peft import LoraConfig
     from trl import SFTConfig, SFTTrainer
 
-    config = SFTConfig(**{"report_to": [], "save_strategy": "no", "logging_steps": 1,
-                          **(args or {}), "output_dir": str(output_dir)})
+    config = SFTConfig(
+        **{"report_to": [], "save_strategy": "no", "logging_steps": 1, **(args or {}), "output_dir": str(output_dir)}
+    )
     peft_config = LoraConfig(task_type="CAUSAL_LM", **lora) if lora else None
-    trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(rows, max_reference_chars),
-                         processing_class=tokenizer, peft_config=peft_config, callbacks=callbacks)
+    trainer = SFTTrainer(
+        model=model,
+        args=config,
+        train_dataset=sft_dataset(rows, max_reference_chars),
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=callbacks,
+    )
     quiet_progress(trainer)
     trainer.train()
-    trained = trainer.model
+    trained: Any = trainer.model
     if lora:
         trained = trained.merge_and_unload()
     return trained

@@ -81,8 +81,12 @@ def load_rows(settings, split: str | None = None) -> list[dict]:
 def lora_kwargs(settings) -> dict | None:
     if not settings.lora.enabled:
         return None
-    out = {"r": settings.lora.r, "lora_alpha": settings.lora.lora_alpha, "lora_dropout": settings.lora.lora_dropout,
-           "target_modules": list(settings.lora.target_modules)}
+    out = {
+        "r": settings.lora.r,
+        "lora_alpha": settings.lora.lora_alpha,
+        "lora_dropout": settings.lora.lora_dropout,
+        "target_modules": list(settings.lora.target_modules),
+    }
     if settings.lora.layers_to_transform:
         out["layers_to_transform"] = list(settings.lora.layers_to_transform)
     return out
@@ -107,8 +111,15 @@ def warm_start(settings, tokenizer, model):
     lora = lora_kwargs(settings) if settings.sft.lora else None
     if lora and settings.sft.lora_all_layers:
         lora.pop("layers_to_transform", None)
-    model = run_sft(model, tokenizer, load_rows(settings), sft_dir, settings.sft.args, lora,
-                    callbacks=trainer_callbacks(Path(settings.output_dir), EarlyStoppingSettings(), phase="sft"))
+    model = run_sft(
+        model,
+        tokenizer,
+        load_rows(settings),
+        sft_dir,
+        settings.sft.args,
+        lora,
+        callbacks=trainer_callbacks(Path(settings.output_dir), EarlyStoppingSettings(), phase="sft"),
+    )
     if _rank() == 0:
         model.save_pretrained(sft_dir / "model")
         tokenizer.save_pretrained(sft_dir / "model")
@@ -130,8 +141,14 @@ def load_policy(settings, resume: bool = False):
     return tokenizer, model
 
 
-def build(settings, max_steps: int | None = None, resume: bool = False, policy=None, rewards=None,
-          callbacks: list | None = None):
+def build(
+    settings,
+    max_steps: int | None = None,
+    resume: bool = False,
+    policy=None,
+    rewards=None,
+    callbacks: list | None = None,
+):
     """The RL trainer (GRPO or PPO) for ``settings``; ``policy`` = (tokenizer, model) if loaded,
     ``rewards`` = the :class:`RubricRewards` to score with (its ``stats`` count the simulations),
     ``callbacks`` = extra transformers callbacks (GRPO)."""
@@ -154,8 +171,16 @@ def build(settings, max_steps: int | None = None, resume: bool = False, policy=N
             ppo = dataclasses.replace(ppo, max_steps=max_steps)
         reward = funcs[0] if funcs else rewards.function("total", log=True)
         stopper = EarlyStopper(settings.early_stopping)
-        trainer = PPOTrainer(model, tokenizer, rows, reward, ppo, output_dir, lora=lora_kwargs(settings),
-                             callbacks=[lambda log: stopper.update(log.get(settings.early_stopping.metric))])
+        trainer = PPOTrainer(
+            model,
+            tokenizer,
+            rows,
+            reward,
+            ppo,
+            output_dir,
+            lora=lora_kwargs(settings),
+            callbacks=[lambda log: stopper.update(log.get(settings.early_stopping.metric))],
+        )
         trainer.rubriq_rewards = rewards
         return trainer
     from rubriq.training.grpo import build_grpo_trainer
@@ -163,10 +188,17 @@ def build(settings, max_steps: int | None = None, resume: bool = False, policy=N
     grpo = {"output_dir": str(output_dir), **settings.grpo}
     if max_steps is not None:
         grpo["max_steps"] = max_steps
-    trainer = build_grpo_trainer(model, tokenizer, rows, rewards, grpo_args=grpo, lora=lora_kwargs(settings),
-                                 reward_funcs=funcs, shared_prompt_prefill=settings.shared_prompt_prefill,
-                                 callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo")
-                                 + list(callbacks or ()))
+    trainer = build_grpo_trainer(
+        model,
+        tokenizer,
+        rows,
+        rewards,
+        grpo_args=grpo,
+        lora=lora_kwargs(settings),
+        reward_funcs=funcs,
+        shared_prompt_prefill=settings.shared_prompt_prefill,
+        callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo") + list(callbacks or ()),
+    )
     trainer.rubriq_rewards = rewards
     return trainer
 
@@ -183,8 +215,11 @@ def warn_cpu_precision(settings) -> None:
         sections.append(("sft.args", settings.sft.args))
     for section, args in sections:
         if args.get("bf16", True):
-            log.warning("%s.bf16 is on (TRL's default) and there is no GPU: set bf16: false for CPU training "
-                        "(bf16 is emulated and very slow here)", section)
+            log.warning(
+                "%s.bf16 is on (TRL's default) and there is no GPU: set bf16: false for CPU training "
+                "(bf16 is emulated and very slow here)",
+                section,
+            )
 
 
 def write_run_info(settings) -> None:
@@ -199,10 +234,15 @@ def write_run_info(settings) -> None:
     out = Path(settings.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     cuda = torch.cuda.is_available()
-    info = {"devices": int(os.environ.get("WORLD_SIZE", "1")), "device_type": "cuda" if cuda else "cpu",
-            "device_name": torch.cuda.get_device_name(0) if cuda else "cpu",
-            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "algorithm": settings.algorithm,
-            "reward": settings.reward.kind, "model": settings.model.name_or_path}
+    info = {
+        "devices": int(os.environ.get("WORLD_SIZE", "1")),
+        "device_type": "cuda" if cuda else "cpu",
+        "device_name": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "algorithm": settings.algorithm,
+        "reward": settings.reward.kind,
+        "model": settings.model.name_or_path,
+    }
     (out / "run_info.json").write_text(json.dumps(info, indent=2))
 
 
@@ -259,22 +299,44 @@ def save_final(trainer, settings, folder: Path) -> Path:
             config_path.write_text(json.dumps(config, indent=2), encoding="utf-8")
     rows = load_rows(settings)
     name = settings.model.name_or_path
-    base_model = ("a tiny random Llama (tests)" if settings.model.tiny else
-                  f"{EMBEDDED_HUB_ID} (embedded)" if name == EMBEDDED else name)
-    info = {"prompt_style": prompt_style_of_rows(rows), "formats": sorted({r.get("format", "qasm2") for r in rows}),
-            "base_model": base_model, "tiny": settings.model.tiny, "adapter_base": adapter_base,
-            "sft_warm_start": settings.sft.enabled, "algorithm": settings.algorithm, "reward": settings.reward.kind}
+    base_model = (
+        "a tiny random Llama (tests)"
+        if settings.model.tiny
+        else f"{EMBEDDED_HUB_ID} (embedded)"
+        if name == EMBEDDED
+        else name
+    )
+    info = {
+        "prompt_style": prompt_style_of_rows(rows),
+        "formats": sorted({r.get("format", "qasm2") for r in rows}),
+        "base_model": base_model,
+        "tiny": settings.model.tiny,
+        "adapter_base": adapter_base,
+        "sft_warm_start": settings.sft.enabled,
+        "algorithm": settings.algorithm,
+        "reward": settings.reward.kind,
+    }
     (folder / POLICY_INFO).write_text(json.dumps(info, indent=2), encoding="utf-8")
-    card = ["---", "library_name: peft", "pipeline_tag: text-generation",
-            "tags: [rubriq, quantum-circuit-synthesis, trl, " + settings.algorithm + "]", "---", "",
-            "# RubriQ policy", "",
-            f"Fine-tuned from **{base_model}** with RubriQ: "
-            + ("SFT warm-start on reference circuits, then " if settings.sft.enabled else "")
-            + f"{settings.algorithm.upper()} with the `{settings.reward.kind}` reward.", "",
-            f"- prompt style: `{info['prompt_style']}`; formats: {', '.join(info['formats'])}",
-            f"- adapter base: `{adapter_base or name}`" + (" (relative to this folder)" if adapter_base else ""),
-            "", "Use it with `rubriq synthesize ... --model <this folder>` or `rubriq evaluate --model <this "
-            "folder>`; both prompt the way it was trained (rubriq_policy.json).", ""]
+    card = [
+        "---",
+        "library_name: peft",
+        "pipeline_tag: text-generation",
+        "tags: [rubriq, quantum-circuit-synthesis, trl, " + settings.algorithm + "]",
+        "---",
+        "",
+        "# RubriQ policy",
+        "",
+        f"Fine-tuned from **{base_model}** with RubriQ: "
+        + ("SFT warm-start on reference circuits, then " if settings.sft.enabled else "")
+        + f"{settings.algorithm.upper()} with the `{settings.reward.kind}` reward.",
+        "",
+        f"- prompt style: `{info['prompt_style']}`; formats: {', '.join(info['formats'])}",
+        f"- adapter base: `{adapter_base or name}`" + (" (relative to this folder)" if adapter_base else ""),
+        "",
+        "Use it with `rubriq synthesize ... --model <this folder>` or `rubriq evaluate --model <this "
+        "folder>`; both prompt the way it was trained (rubriq_policy.json).",
+        "",
+    ]
     (folder / "README.md").write_text("\n".join(card), encoding="utf-8")
     return folder
 
@@ -293,14 +355,17 @@ def write_reward_stats(output_dir: Path, rewards) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     # the paper's spelling (--max_steps) and the usual CLI one (--max-steps) both work
-    parser.add_argument("--rubriq_config", "--rubriq-config", required=True, metavar="YAML",
-                        help="training YAML (see configs/)")
+    parser.add_argument(
+        "--rubriq_config", "--rubriq-config", required=True, metavar="YAML", help="training YAML (see configs/)"
+    )
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
-    parser.add_argument("--max_steps", "--max-steps", type=int, default=None, metavar="N",
-                        help="override the RL max_steps (>= 1)")
+    parser.add_argument(
+        "--max_steps", "--max-steps", type=int, default=None, metavar="N", help="override the RL max_steps (>= 1)"
+    )
     parser.add_argument("--output_dir", "--output-dir", default=None, metavar="DIR", help="override output_dir")
-    parser.add_argument("--print_config", "--print-config", action="store_true",
-                        help="print the resolved settings and exit")
+    parser.add_argument(
+        "--print_config", "--print-config", action="store_true", help="print the resolved settings and exit"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.max_steps is not None and args.max_steps < 1:

@@ -50,8 +50,14 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
     timeout = cfg.python_timeout_s if timeout_s is None else min(cfg.python_timeout_s, timeout_s)
     if timeout <= 0:
         raise PythonExecutionError("no time left in the evaluation budget")
-    job = {"code": code, "timeout_s": timeout, "memory_mb": cfg.python_memory_mb,
-           "max_output_bytes": cfg.max_output_bytes, "max_ops": cfg.max_gates, "strict": cfg.sandbox_strict}
+    job = {
+        "code": code,
+        "timeout_s": timeout,
+        "memory_mb": cfg.python_memory_mb,
+        "max_output_bytes": cfg.max_output_bytes,
+        "max_ops": cfg.max_gates,
+        "strict": cfg.sandbox_strict,
+    }
     reply = get_pool(cfg.sandbox_workers).run(job)
     status = reply.get("status")
     if status == "sandbox":
@@ -108,8 +114,10 @@ def environment_problems() -> tuple[str, ...]:
         if sysctl("kernel/unprivileged_userns_clone") == "0":
             problems.append("unprivileged user namespaces are disabled (sysctl kernel.unprivileged_userns_clone = 0)")
         if sysctl("kernel/apparmor_restrict_unprivileged_userns") == "1":
-            problems.append("AppArmor restricts unprivileged user namespaces "
-                            "(sysctl kernel.apparmor_restrict_unprivileged_userns = 1)")
+            problems.append(
+                "AppArmor restricts unprivileged user namespaces "
+                "(sysctl kernel.apparmor_restrict_unprivileged_userns = 1)"
+            )
     return tuple(problems)
 
 
@@ -118,5 +126,14 @@ def doctor(cfg: ExtractionConfig = ExtractionConfig()) -> dict:
     return get_pool(cfg.sandbox_workers).ensure_started()
 
 
-__all__ = ["PythonExecutionError", "SANDBOX_METADATA", "SandboxError", "SandboxPool", "SandboxUnavailable", "doctor",
-           "environment_problems", "run_python", "shutdown"]
+__all__ = [
+    "PythonExecutionError",
+    "SANDBOX_METADATA",
+    "SandboxError",
+    "SandboxPool",
+    "SandboxUnavailable",
+    "doctor",
+    "environment_problems",
+    "run_python",
+    "shutdown",
+]

@@ -20,23 +20,103 @@ from __future__ import annotations
 import ast
 
 ALLOWED_MODULES = ("qiskit", "numpy", "math", "cmath")
-FORBIDDEN_NAMES = frozenset({
-    "eval", "exec", "compile", "open", "getattr", "setattr", "delattr", "globals", "locals", "vars",
-    "__import__", "input", "breakpoint", "help", "memoryview", "exit", "quit", "__builtins__",
-    "__loader__", "__spec__", "dir", "type", "super", "object", "classmethod", "staticmethod",
-})
+FORBIDDEN_NAMES = frozenset(
+    {
+        "eval",
+        "exec",
+        "compile",
+        "open",
+        "getattr",
+        "setattr",
+        "delattr",
+        "globals",
+        "locals",
+        "vars",
+        "__import__",
+        "input",
+        "breakpoint",
+        "help",
+        "memoryview",
+        "exit",
+        "quit",
+        "__builtins__",
+        "__loader__",
+        "__spec__",
+        "dir",
+        "type",
+        "super",
+        "object",
+        "classmethod",
+        "staticmethod",
+    }
+)
 ALLOWED_DUNDER_STRINGS = frozenset({"__main__"})
 # Modules reachable through another module's namespace (``from qiskit import os``,
 # ``from numpy.ctypeslib import ctypes``, ``np.ctypeslib``): refused as imported names and as
 # attributes.  ``random`` and ``math`` stay allowed (numpy.random, qiskit's use of math).
-DANGEROUS_NAMES = frozenset({
-    "os", "sys", "ctypes", "ctypeslib", "subprocess", "importlib", "builtins", "shutil", "socket", "signal",
-    "pickle", "marshal", "io", "pathlib", "posix", "multiprocessing", "threading", "_thread", "gc", "inspect",
-    "types", "code", "codeop", "runpy", "pty", "fcntl", "resource", "mmap", "select", "selectors", "asyncio",
-    "tempfile", "glob", "platform", "sysconfig", "site", "atexit", "weakref", "f2py", "distutils", "testing",
-    "lib", "compat", "utils", "pkgutil", "zipimport", "linecache", "traceback", "faulthandler", "tracemalloc",
-    "urllib", "http", "ftplib", "smtplib", "requests", "dill", "cloudpickle", "warnings", "logging",
-})
+DANGEROUS_NAMES = frozenset(
+    {
+        "os",
+        "sys",
+        "ctypes",
+        "ctypeslib",
+        "subprocess",
+        "importlib",
+        "builtins",
+        "shutil",
+        "socket",
+        "signal",
+        "pickle",
+        "marshal",
+        "io",
+        "pathlib",
+        "posix",
+        "multiprocessing",
+        "threading",
+        "_thread",
+        "gc",
+        "inspect",
+        "types",
+        "code",
+        "codeop",
+        "runpy",
+        "pty",
+        "fcntl",
+        "resource",
+        "mmap",
+        "select",
+        "selectors",
+        "asyncio",
+        "tempfile",
+        "glob",
+        "platform",
+        "sysconfig",
+        "site",
+        "atexit",
+        "weakref",
+        "f2py",
+        "distutils",
+        "testing",
+        "lib",
+        "compat",
+        "utils",
+        "pkgutil",
+        "zipimport",
+        "linecache",
+        "traceback",
+        "faulthandler",
+        "tracemalloc",
+        "urllib",
+        "http",
+        "ftplib",
+        "smtplib",
+        "requests",
+        "dill",
+        "cloudpickle",
+        "warnings",
+        "logging",
+    }
+)
 MAX_CODE_BYTES = 65536
 
 
@@ -76,8 +156,9 @@ def check_code(code: str) -> None:
             if node.attr.startswith("_"):
                 raise GuardError(f"access to private attribute {node.attr!r} is not allowed")
             if node.attr in DANGEROUS_NAMES:
-                raise GuardError(f"access to attribute {node.attr!r} is not allowed (a module reachable through "
-                                 "another one)")
+                raise GuardError(
+                    f"access to attribute {node.attr!r} is not allowed (a module reachable through another one)"
+                )
         elif isinstance(node, ast.Name):
             if node.id in FORBIDDEN_NAMES or (node.id.startswith("__") and node.id != "__name__"):
                 raise GuardError(f"use of {node.id!r} is not allowed")

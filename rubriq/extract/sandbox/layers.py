@@ -38,8 +38,14 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-NAMESPACES = {"user": CLONE_NEWUSER, "pid": CLONE_NEWPID, "mnt": CLONE_NEWNS, "net": CLONE_NEWNET,
-              "ipc": CLONE_NEWIPC, "uts": CLONE_NEWUTS}
+NAMESPACES = {
+    "user": CLONE_NEWUSER,
+    "pid": CLONE_NEWPID,
+    "mnt": CLONE_NEWNS,
+    "net": CLONE_NEWNET,
+    "ipc": CLONE_NEWIPC,
+    "uts": CLONE_NEWUTS,
+}
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 MNT_DETACH = 2
@@ -57,8 +63,21 @@ COVERED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/root", "/home")
 """Replaced by an empty tmpfs in the child's mount namespace (the interpreter's own paths under
 them are bound back read-only)."""
 SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/security/opasswd")
-LAYERS = ("user_ns", "pid_ns", "mount_ns", "net_ns", "ipc_ns", "uts_ns", "fresh_proc", "unprivileged_uid",
-          "no_capabilities", "no_new_privs", "seccomp", "rlimits", "pdeathsig")
+LAYERS = (
+    "user_ns",
+    "pid_ns",
+    "mount_ns",
+    "net_ns",
+    "ipc_ns",
+    "uts_ns",
+    "fresh_proc",
+    "unprivileged_uid",
+    "no_capabilities",
+    "no_new_privs",
+    "seccomp",
+    "rlimits",
+    "pdeathsig",
+)
 """What :func:`check_isolation` verifies for every job."""
 
 
@@ -137,8 +156,9 @@ def clone_tree(path: str) -> int:
 
 def attach_tree(fd: int, path: str) -> None:
     """Attach a tree from :func:`clone_tree` at ``path`` (move_mount(2))."""
-    _check(_libc().syscall(SYS_MOVE_MOUNT, fd, b"", -100, path.encode(), MOVE_MOUNT_F_EMPTY_PATH),
-           f"move_mount to {path}")
+    _check(
+        _libc().syscall(SYS_MOVE_MOUNT, fd, b"", -100, path.encode(), MOVE_MOUNT_F_EMPTY_PATH), f"move_mount to {path}"
+    )
 
 
 def build_mount_view(needed: list[str] | None = None) -> None:
@@ -158,8 +178,10 @@ def build_mount_view(needed: list[str] | None = None) -> None:
     become_mapped_root()
     for d in covered:
         mode = "1777" if d in ("/tmp", "/var/tmp", "/dev/shm") else "0755"
-        _check(libc.mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size=1m,mode={mode}".encode()),
-               f"tmpfs on {d}")
+        _check(
+            libc.mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size=1m,mode={mode}".encode()),
+            f"tmpfs on {d}",
+        )
     for path, fd in trees:
         os.makedirs(path, exist_ok=True)
         attach_tree(fd, path)
@@ -196,9 +218,16 @@ def become_subreaper() -> bool:
 # -- child K ----------------------------------------------------------------------------------
 def set_rlimits(memory_mb: int, cpu_s: int, nproc: int | None) -> None:
     memory = memory_mb * 1024 * 1024
-    limits = [(resource.RLIMIT_AS, memory), (resource.RLIMIT_DATA, memory), (resource.RLIMIT_CPU, cpu_s),
-              (resource.RLIMIT_FSIZE, 0), (resource.RLIMIT_CORE, 0), (resource.RLIMIT_NOFILE, 64),
-              (resource.RLIMIT_MEMLOCK, 0), (resource.RLIMIT_MSGQUEUE, 0)]
+    limits = [
+        (resource.RLIMIT_AS, memory),
+        (resource.RLIMIT_DATA, memory),
+        (resource.RLIMIT_CPU, cpu_s),
+        (resource.RLIMIT_FSIZE, 0),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_NOFILE, 64),
+        (resource.RLIMIT_MEMLOCK, 0),
+        (resource.RLIMIT_MSGQUEUE, 0),
+    ]
     if nproc is not None:  # only with a uid of its own (it counts every process of the uid)
         limits.append((resource.RLIMIT_NPROC, nproc))
     for limit, value in limits:
@@ -251,23 +280,38 @@ def isolation_facts() -> dict[str, object]:
     with open("/proc/self/uid_map") as fh:
         uid_map = fh.read().split()
     pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-    return {"ns": namespace_ids(), "pid": os.getpid(), "visible_pids": pids, "uid_map": uid_map,
-            "cap_eff": status.get("CapEff"), "cap_prm": status.get("CapPrm"), "cap_bnd": status.get("CapBnd"),
-            "no_new_privs": status.get("NoNewPrivs"), "seccomp": status.get("Seccomp"),
-            "hostname": os.uname().nodename,
-            "rlimit_fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0]}
+    return {
+        "ns": namespace_ids(),
+        "pid": os.getpid(),
+        "visible_pids": pids,
+        "uid_map": uid_map,
+        "cap_eff": status.get("CapEff"),
+        "cap_prm": status.get("CapPrm"),
+        "cap_bnd": status.get("CapBnd"),
+        "no_new_privs": status.get("NoNewPrivs"),
+        "seccomp": status.get("Seccomp"),
+        "hostname": os.uname().nodename,
+        "rlimit_fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0],
+    }
 
 
-def check_isolation(facts: dict, host_ns: dict[str, int], outside_uid: int, host_root: bool,
-                    pdeathsig_on: bool = True) -> dict[str, str]:
+def check_isolation(
+    facts: dict, host_ns: dict[str, int], outside_uid: int, host_root: bool, pdeathsig_on: bool = True
+) -> dict[str, str]:
     """{layer: why it is missing} for every layer of LAYERS that the facts do not show.
 
     ``outside_uid`` and ``host_root`` are the zygote's (:func:`outside_ids`, euid 0): inside its
     namespace the child is uid 0 whatever it is outside."""
     missing: dict[str, str] = {}
     ns = facts.get("ns") or {}
-    for name, layer in (("user", "user_ns"), ("pid", "pid_ns"), ("mnt", "mount_ns"), ("net", "net_ns"),
-                        ("ipc", "ipc_ns"), ("uts", "uts_ns")):
+    for name, layer in (
+        ("user", "user_ns"),
+        ("pid", "pid_ns"),
+        ("mnt", "mount_ns"),
+        ("net", "net_ns"),
+        ("ipc", "ipc_ns"),
+        ("uts", "uts_ns"),
+    ):
         if not ns.get(name) or ns.get(name) == host_ns.get(name):
             missing[layer] = f"the child shares the host's {name} namespace"
     if facts.get("pid") != 2 or any(p > 2 for p in facts.get("visible_pids") or [99]):
@@ -291,5 +335,16 @@ def check_isolation(facts: dict, host_ns: dict[str, int], outside_uid: int, host
     return missing
 
 
-__all__ = ["LAYERS", "LayerError", "build_mount_view", "check_isolation", "drop_capabilities", "isolation_facts",
-           "namespace_ids", "outside_ids", "set_rlimits", "unshare_all", "write_id_maps"]
+__all__ = [
+    "LAYERS",
+    "LayerError",
+    "build_mount_view",
+    "check_isolation",
+    "drop_capabilities",
+    "isolation_facts",
+    "namespace_ids",
+    "outside_ids",
+    "set_rlimits",
+    "unshare_all",
+    "write_id_maps",
+]

@@ -68,18 +68,28 @@ ZYGOTE_COMMAND = (sys.executable, "-I", "-B", "-m", "rubriq.extract.sandbox.zygo
 
 
 class _Zygote:
-    def __init__(self, slot: int, command: tuple[str, ...] = ZYGOTE_COMMAND,
-                 startup_timeout: float = STARTUP_TIMEOUT_S) -> None:
+    def __init__(
+        self, slot: int, command: tuple[str, ...] = ZYGOTE_COMMAND, startup_timeout: float = STARTUP_TIMEOUT_S
+    ) -> None:
         self.slot = slot
         self._stderr = tempfile.TemporaryFile()
         try:
-            self.proc = subprocess.Popen(list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=self._stderr, env=_zygote_env(slot), cwd="/",
-                                         start_new_session=True, close_fds=True)
+            self.proc = subprocess.Popen(
+                list(command),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                env=_zygote_env(slot),
+                cwd="/",
+                start_new_session=True,
+                close_fds=True,
+            )
         except OSError as exc:
             raise SandboxUnavailable(f"the sandbox worker could not be started: {exc}") from None
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both are pipes
+        self._stdin, self._stdout = self.proc.stdin, self.proc.stdout
         try:
-            hello = proto.read_frame(self.proc.stdout.fileno(), time.monotonic() + startup_timeout, 1 << 20)
+            hello = proto.read_frame(self._stdout.fileno(), time.monotonic() + startup_timeout, 1 << 20)
         except proto.FrameError as exc:
             hello = {"error": str(exc)}
         if not hello or not hello.get("ready"):
@@ -99,13 +109,12 @@ class _Zygote:
         """The zygote's answer to ``job`` (nonce added here); raises SandboxUnavailable."""
         nonce = secrets.token_hex(16)
         try:
-            proto.write_frame(self.proc.stdin.fileno(), {**job, "nonce": nonce})
+            proto.write_frame(self._stdin.fileno(), {**job, "nonce": nonce})
         except OSError as exc:
             raise SandboxUnavailable(f"the sandbox worker is gone ({exc})") from None
         deadline = time.monotonic() + float(job["timeout_s"]) + REPLY_MARGIN_S
         try:
-            reply = proto.read_frame(self.proc.stdout.fileno(), deadline,
-                                     int(job["max_output_bytes"]) + FRAME_OVERHEAD)
+            reply = proto.read_frame(self._stdout.fileno(), deadline, int(job["max_output_bytes"]) + FRAME_OVERHEAD)
         except proto.FrameError as exc:
             raise SandboxUnavailable(f"the sandbox worker did not answer properly: {exc}") from None
         if reply is None:
@@ -128,7 +137,8 @@ class _Zygote:
             pass
         for stream in (self.proc.stdin, self.proc.stdout):
             try:
-                stream.close()
+                if stream is not None:
+                    stream.close()
             except (OSError, ValueError):
                 pass
 
@@ -136,8 +146,9 @@ class _Zygote:
 class SandboxPool:
     """``size`` zygotes; ``run`` is thread-safe and every wait in it is bounded."""
 
-    def __init__(self, size: int = 2, command: tuple[str, ...] = ZYGOTE_COMMAND,
-                 startup_timeout: float = STARTUP_TIMEOUT_S) -> None:
+    def __init__(
+        self, size: int = 2, command: tuple[str, ...] = ZYGOTE_COMMAND, startup_timeout: float = STARTUP_TIMEOUT_S
+    ) -> None:
         self.size = max(1, size)
         self.command, self.startup_timeout = command, startup_timeout
         self._idle: queue.Queue[_Zygote] = queue.Queue()

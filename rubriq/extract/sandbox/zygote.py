@@ -26,17 +26,32 @@ import signal
 import struct
 import sys
 import time
+from typing import Any
 
 PRELOADED = (
-    "numpy", "math", "cmath", "qiskit", "qiskit.circuit", "qiskit.circuit.library", "qiskit.quantum_info",
-    "qiskit.synthesis", "qiskit.compiler", "qiskit.transpiler", "qiskit.qasm2", "qiskit.qasm3",
+    "numpy",
+    "math",
+    "cmath",
+    "qiskit",
+    "qiskit.circuit",
+    "qiskit.circuit.library",
+    "qiskit.quantum_info",
+    "qiskit.synthesis",
+    "qiskit.compiler",
+    "qiskit.transpiler",
+    "qiskit.qasm2",
+    "qiskit.qasm3",
 )
 OPTIONAL_PRELOADED = ("pyseccomp",)
 """Without it the seccomp layer is reported missing (strict mode then refuses Python), but the
 worker still starts and says why."""
 PREFERRED_NAMES = ("qc", "circuit", "circ", "quantum_circuit", "qft_circuit", "result")
-JOB_LIMITS = {"timeout_s": (0.001, 600.0), "memory_mb": (64, 65536), "max_output_bytes": (1024, 64 << 20),
-              "max_ops": (1, 10_000_000)}
+JOB_LIMITS = {
+    "timeout_s": (0.001, 600.0),
+    "memory_mb": (64, 65536),
+    "max_output_bytes": (1024, 64 << 20),
+    "max_ops": (1, 10_000_000),
+}
 MAX_CODE_BYTES = 1 << 20
 EXIT_SETUP = 71
 
@@ -81,7 +96,8 @@ def read_frame(fd: int, deadline: float | None = None, max_bytes: int = 64 << 20
 
 
 def _read_exact(fd: int, n: int, deadline: float | None) -> bytes | None:
-    chunks, got = [], 0
+    chunks: list[bytes] = []
+    got = 0
     while got < n:
         if deadline is not None:
             remaining = deadline - time.monotonic()
@@ -248,6 +264,7 @@ def _child(job: dict, ctx: _Context, w: int) -> None:  # pragma: no cover - pid 
     try:
         exec(compile(code, "<completion>", "exec"), namespace)
         circuit = _find_circuit(namespace)
+        result: dict[str, Any]
         if circuit is None:
             result = {"error": "the code ran but defined no QuantumCircuit"}
         else:
@@ -318,8 +335,10 @@ def run_job(job: dict, ctx: _Context) -> dict:
         os.close(fd)
     chunks, size, status, why = [], 0, None, None
     try:
-        if select.select([ready_r], [], [], max(0.0, deadline - time.monotonic()) + 5.0)[0] and \
-                os.read(ready_r, 1) == b"u":
+        if (
+            select.select([ready_r], [], [], max(0.0, deadline - time.monotonic()) + 5.0)[0]
+            and os.read(ready_r, 1) == b"u"
+        ):
             try:
                 layers.write_id_maps(pid, ctx.outside_uid, ctx.outside_gid)
                 os.write(maps_w, b"m")
@@ -361,9 +380,12 @@ def run_job(job: dict, ctx: _Context) -> dict:
     if result is not None and "setup_error" in result:
         return {"status": "sandbox", "error": result["setup_error"], "elapsed_s": elapsed, "missing": missing}
     if missing and job.get("strict", True):
-        return {"status": "sandbox", "error": "isolation incomplete: " + "; ".join(f"{k}: {v}" for k, v in
-                                                                                 missing.items()),
-                "elapsed_s": elapsed, "missing": missing}
+        return {
+            "status": "sandbox",
+            "error": "isolation incomplete: " + "; ".join(f"{k}: {v}" for k, v in missing.items()),
+            "elapsed_s": elapsed,
+            "missing": missing,
+        }
     if result is None:
         return {"status": "crash", "elapsed_s": elapsed, "missing": missing}
     if len(json.dumps(result)) > cap:  # escapes can grow what the child wrote: keep the parent's frame cap
@@ -378,8 +400,15 @@ def probe(ctx: _Context) -> dict:
     """Run a trivial job through every layer; report what holds (``rubriq doctor``)."""
     from rubriq.extract.sandbox import layers, seccomp
 
-    job = {"nonce": "probe", "code": PROBE_CODE, "timeout_s": 60.0, "memory_mb": 2048,
-           "max_output_bytes": 1 << 20, "max_ops": 10, "strict": False}
+    job = {
+        "nonce": "probe",
+        "code": PROBE_CODE,
+        "timeout_s": 60.0,
+        "memory_mb": 2048,
+        "max_output_bytes": 1 << 20,
+        "max_ops": 10,
+        "strict": False,
+    }
     reply = run_job(job, ctx)
     missing = dict(reply.get("missing") or {})
     if reply["status"] != "ok":  # no facts: nothing is known to hold
@@ -387,9 +416,15 @@ def probe(ctx: _Context) -> dict:
     ok, why = seccomp.supported()
     if not ok:
         missing.setdefault("seccomp", why)
-    return {"active": {name: name not in missing for name in layers.LAYERS}, "why": missing,
-            "euid": os.geteuid(), "outside_uid": layers.outside_ids(ctx.slot)[0],
-            "python": sys.version.split()[0], "seccomp": seccomp.describe(), "probe_status": reply["status"]}
+    return {
+        "active": {name: name not in missing for name in layers.LAYERS},
+        "why": missing,
+        "euid": os.geteuid(),
+        "outside_uid": layers.outside_ids(ctx.slot)[0],
+        "python": sys.version.split()[0],
+        "seccomp": seccomp.describe(),
+        "probe_status": reply["status"],
+    }
 
 
 def main() -> None:
@@ -402,11 +437,11 @@ def main() -> None:
             importlib.import_module(name)
         except (ImportError, OSError):
             pass
-    from rubriq.extract.sandbox import layers
-    from rubriq.extract.serialize import circuit_to_payload
-
     # Warm the code paths a job uses, so children inherit them instead of redoing them.
     from qiskit import QuantumCircuit
+
+    from rubriq.extract.sandbox import layers
+    from rubriq.extract.serialize import circuit_to_payload
 
     warm = QuantumCircuit(2)
     warm.h(0)
