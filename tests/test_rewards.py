@@ -90,3 +90,40 @@ def test_a_batch_larger_than_the_cache_is_scored_whole():
         results = scorer.results(texts, [spec] * 5)
     assert len(results) == 5 and [r.parsed for r in results] == [True] * 5
     assert results[0].process_fidelity == pytest.approx(1.0)
+
+
+def test_one_worker_pool_for_every_target_and_close_stops_it():
+    """With workers = 2, scoring four targets uses one pool of two processes (before: one pool
+    per target, never closed: 4 targets x 2 workers left 8 workers behind), and close() ends it."""
+    import time
+
+    import psutil
+
+    from rubriq.evaluator.batch import BatchScorer
+
+    def pool_workers() -> set[int]:
+        out = set()
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if "spawn_main" in " ".join(child.cmdline()):
+                    out.add(child.pid)
+            except psutil.Error:
+                continue
+        return out
+
+    before = pool_workers()
+    specs = [f'{{"algorithm": "qft", "num_qubits": {n}, "inverse": false, "do_swaps": true}}' for n in (1, 2, 3, 4)]
+    texts = [
+        f'OPENQASM 2.0; include "qelib1.inc"; qreg q[{n}]; h q[0]; rz({k / 7}) q[0];'
+        for n in (1, 2, 3, 4)
+        for k in range(2)
+    ]
+    scorer = BatchScorer(workers=2)
+    results = scorer.results(texts, [s for s in specs for _ in range(2)])
+    assert len(results) == 8 and all(r.parsed for r in results)
+    assert len(pool_workers() - before) == 2
+    scorer.close()
+    deadline = time.monotonic() + 10
+    while pool_workers() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pool_workers() - before
