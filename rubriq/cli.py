@@ -1042,14 +1042,14 @@ def synthesize(
             optimize=optimize,
             style=style,
         )
-    parsed = sum(c["result"]["parsed"] for c in result.candidates)
+    parsed = sum(c.result["parsed"] for c in result.candidates)
     if show_all:
         table = _table(
             f"{n} candidates, best reward first", "#", "reward", "F_avg", "T", "depth", "extracted by / error"
         )
-        ranked = sorted(result.candidates, key=lambda c: -c["result"]["reward"])
+        ranked = sorted(result.candidates, key=lambda c: -c.result["reward"])
         for i, c in enumerate(ranked, 1):
-            r = c["result"]
+            r = c.result
             f = r.get("average_fidelity")
             table.add_row(
                 str(i),
@@ -1069,7 +1069,7 @@ def synthesize(
         raise typer.Exit(EXIT_FAILED)
     from qiskit import qasm2
 
-    best = result.best["result"]
+    best = result.best.result
     console.print(
         f"best of {n} ({parsed} parsed): reward {best['reward']:.3f}, F_avg {best['average_fidelity']:.6f}, "
         f"T = {best['t_count']} (T0 = {tgt.t0}), depth {best['depth']}",
@@ -1088,12 +1088,12 @@ def synthesize(
         else:
             o = result.optimized
             console.print(
-                f"post-pass {o['method']}: verified equivalent ({o['verdict']}), correct against the target (F_avg "
-                f"{o['result']['average_fidelity']:.6f}), T {best['t_count']} -> {o['result']['t_count']}, "
-                f"depth {best['depth']} -> {o['result']['depth']}",
+                f"post-pass {o.method}: verified equivalent ({o.verdict}), correct against the target (F_avg "
+                f"{o.result['average_fidelity']:.6f}), T {best['t_count']} -> {o.result['t_count']}, "
+                f"depth {best['depth']} -> {o.result['depth']}",
                 markup=False,
             )
-            print(qasm2.dumps(o["circuit"]))
+            print(qasm2.dumps(o.circuit))
 
 
 def _make_target(name: str, qubits: int | None, param: list[str]):

@@ -367,7 +367,7 @@ def test_bad_input_is_one_line_naming_the_flag(argv, flag, tmp_path, capsys, mon
         ("BINARY", b"\x00\xff\xfeOPENQASM"),
         ("EMPTY", b""),
         ("NOCIRCUIT", b"hello, no circuit"),
-        ("BADJSONL", b'{"text": "x"}\nnot json\n'),
+        ("BADJSONL", b'{"prompt_id": "p", "text": "x"}\nnot json\n'),
         ("FILE", b"a file"),
     ):
         path = tmp_path / (name.lower() + (".jsonl" if name == "BADJSONL" else ".txt"))

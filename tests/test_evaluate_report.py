@@ -55,6 +55,7 @@ def workspace(tmp_path_factory):
 def reference_records(folder):
     """Hand-made evaluation: each test prompt answered by its reference, and once by garbage."""
     from rubriq.data.prompts import load_split
+    from rubriq.evaluation.records import Record
     from rubriq.evaluation.sampling import save_records, score
     from rubriq.training.sft import reference_completion
 
@@ -64,16 +65,16 @@ def reference_records(folder):
     for r in rows:
         for k, text in enumerate((reference_completion(r), "no circuit")):
             records.append(
-                {
-                    "prompt_id": r["id"],
-                    "family": r["family"],
-                    "format": r["format"],
-                    "bucket": r["bucket"],
-                    "t0": r["t0"],
-                    "target": r["target"],
-                    "sample": k,
-                    "text": text,
-                }
+                Record(
+                    prompt_id=r["id"],
+                    text=text,
+                    target=r["target"],
+                    family=r["family"],
+                    format=r["format"],
+                    bucket=r["bucket"],
+                    t0=r["t0"],
+                    sample=k,
+                )
             )
     records = score(records)
     save_records(records, folder / "handmade" / "records.jsonl")
@@ -181,8 +182,8 @@ def test_verified_post_pass_keeps_only_better_equivalent_circuits():
     wasteful.swap(0, 1)
     base = ev.evaluate_circuit(wasteful)
     better = post_pass(wasteful, ev)
-    assert better is not None and better["result"]["average_fidelity"] > 0.99
-    assert better["result"]["t_count"] < base.t_count
+    assert better is not None and better.result["average_fidelity"] > 0.99
+    assert better.result["t_count"] < base.t_count
 
 
 def test_records_carry_their_dataset_so_by_dataset_separates_rewrite_from_synthesis():
@@ -204,10 +205,9 @@ def test_records_carry_their_dataset_so_by_dataset_separates_rewrite_from_synthe
     rows += rewrite_rows([SuiteCircuit("tcount", "tiny", qc, 1, "hand-made")])
     tokenizer, model = load_policy("tiny")
     records = generate(model, tokenizer, rows, max_new_tokens=2, progress=False)
-    assert [r["dataset"] for r in records] == ["synthesis", "rewrite-tcount"]
-    for r in records:
-        r["result"] = {"parsed": False, "error_type": "parse", "reward": 0.0, "scores": {}}
-    assert set(summaries(records)["by_dataset"]) == {"synthesis", "rewrite-tcount"}
+    assert [r.dataset for r in records] == ["synthesis", "rewrite-tcount"]
+    scored = [r.scored({"parsed": False, "error_type": "parse", "reward": 0.0, "scores": {}}) for r in records]
+    assert set(summaries(scored)["by_dataset"]) == {"synthesis", "rewrite-tcount"}
 
 
 def test_the_post_pass_keeps_only_rewrites_verified_equivalent_to_the_sampled_circuit(monkeypatch):
@@ -236,4 +236,20 @@ def test_the_post_pass_keeps_only_rewrites_verified_equivalent_to_the_sampled_ci
     assert post_pass(sampled, evaluator) is None
     monkeypatch.setattr(compilers, "pyzx_teleport", lambda c: exact)
     kept = post_pass(sampled, evaluator)
-    assert kept is not None and kept["method"] == "pyzx_teleport" and kept["verdict"] == "exact"
+    assert kept is not None and kept.method == "pyzx_teleport" and kept.verdict == "exact"
+
+
+def test_records_are_typed_and_a_jsonl_round_trip_loses_nothing(tmp_path):
+    from rubriq.evaluation.records import Record, ScoredRecord
+    from rubriq.evaluation.sampling import load_records, save_records
+
+    line = {"prompt_id": "qft-2-0-qasm2", "text": "x", "t0": 3, "result": {"reward": 0.5}, "temperature": 0.8}
+    (tmp_path / "r.jsonl").write_text(json.dumps(line) + "\n" + json.dumps({"prompt_id": "p", "text": "y"}) + "\n")
+    scored, plain = load_records(tmp_path / "r.jsonl")
+    assert isinstance(scored, ScoredRecord) and scored.result == {"reward": 0.5} and scored.t0 == 3
+    assert type(plain) is Record and plain.dataset == "synthesis"  # files from before records carried it
+    save_records([scored, plain], tmp_path / "again.jsonl")
+    assert json.loads((tmp_path / "again.jsonl").read_text().splitlines()[0])["temperature"] == 0.8
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"text": "no id"}) + "\n")
+    with pytest.raises(ValueError, match=r"bad.jsonl, line 1: a record needs prompt_id"):
+        load_records(tmp_path / "bad.jsonl")

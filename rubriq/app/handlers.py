@@ -289,11 +289,11 @@ def synthesize_view(
         on_batch=on_batch,
         style=style,
     )
-    rows = sorted(out.candidates, key=lambda c: -c["result"]["reward"])
+    rows = sorted(out.candidates, key=lambda c: -c.result["reward"])
     threshold = evaluator.config.fidelity.correct_threshold
     table = []
     for rank, c in enumerate(rows, 1):
-        r = c["result"]
+        r = c.result
         f = r["average_fidelity"]
         table.append(
             [
@@ -306,20 +306,20 @@ def synthesize_view(
                 r["strategy"] if r["parsed"] else f"{r['error_type']}: {str(r['error'])[:80]}",
             ]
         )
-    parsed = sum(c["result"]["parsed"] for c in out.candidates)
+    parsed = sum(c.result["parsed"] for c in out.candidates)
     summary = f"target {target!r}, T0 = {target.t0}: {len(rows)} samples, {parsed} parsed"
     best_qasm = best_drawing = ""
     if out.best is None:
         summary += "; no functionally correct circuit among them (try more samples or a trained policy)"
     else:
         circuit = out.circuit
-        summary += f"; best correct: reward {out.best['result']['reward']:.4f}, T = {out.best['result']['t_count']}"
+        summary += f"; best correct: reward {out.best.result['reward']:.4f}, T = {out.best.result['t_count']}"
         if optimize and out.optimized is not None:
             o = out.optimized
-            circuit = o["circuit"]
+            circuit = o.circuit
             summary += (
-                f"; post-pass {o['method']} (re-scored correct by the rubric): T {out.best['result']['t_count']}"
-                f" -> {o['result']['t_count']}, depth {out.best['result']['depth']} -> {o['result']['depth']}"
+                f"; post-pass {o.method} (verified equivalent, {o.verdict}; correct): T {out.best.result['t_count']}"
+                f" -> {o.result['t_count']}, depth {out.best.result['depth']} -> {o.result['depth']}"
             )
         elif optimize:
             summary += "; post-pass: no compiler rewrite lowered the T-count or depth"

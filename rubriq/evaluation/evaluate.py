@@ -9,12 +9,14 @@ compiler baselines on the same targets' reference circuits (``baselines.json``).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rubriq.config import RubricConfig
 from rubriq.evaluation.metrics import DEFAULT_EPS, summarize, summarize_by
+from rubriq.evaluation.records import RecordLike
 from rubriq.evaluation.settings import EvalSettings
 
 TINY = "tiny"
@@ -113,10 +115,10 @@ def pass_at_ks(samples: int) -> tuple[int, ...]:
     return tuple(sorted({1, samples} | {k for k in (5, 10) if k <= samples}))
 
 
-def summaries(records: list[dict], eps: float = DEFAULT_EPS, samples: int = 1) -> dict[str, Any]:
+def summaries(records: Sequence[RecordLike], eps: float = DEFAULT_EPS, samples: int = 1) -> dict[str, Any]:
+    """The metrics of docs/metrics.md overall and per family, dataset, T0 bucket and format
+    (records read from files written before records carried their dataset count as synthesis)."""
     ks = pass_at_ks(samples)
-    for r in records:
-        r.setdefault("dataset", "synthesis")  # records written before they carried their dataset
     return {
         "overall": summarize(records, eps, ks),
         "by_family": summarize_by(records, "family", eps, ks),
@@ -145,8 +147,7 @@ def run_evaluation(
         raise ValueError(f"split {req.split!r} of {req.dataset} is empty")
     check_policy(req.model)
     tokenizer, model = load_policy(req.model)
-    records = sample(model, tokenizer, rows, req, seed=req.seed)
-    records = score(records, config)
+    records = score(sample(model, tokenizer, rows, req, seed=req.seed), config)
     out = Path(out)
     save_records(records, out / "records.jsonl")
     summary = {"request": req.__dict__, **summaries(records, req.eps, req.samples)}

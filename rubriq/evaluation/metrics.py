@@ -44,6 +44,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from rubriq.evaluation.records import RecordLike
 from rubriq.evaluator.result import CORRECT_THRESHOLD, is_correct
 from rubriq.rubric.engine import DIMENSION_NAMES
 from rubriq.rubric.tcount import compression
@@ -51,7 +52,7 @@ from rubriq.rubric.tcount import compression
 DEFAULT_EPS = round(1 - CORRECT_THRESHOLD, 12)  # 0.01: correct = F_avg >= 1 - eps
 
 
-def _res(record: Mapping[str, Any]) -> Mapping[str, Any]:
+def _res(record: RecordLike) -> Mapping[str, Any]:
     r = record.get("result", record)
     return r.to_dict() if hasattr(r, "to_dict") else r
 
@@ -106,9 +107,7 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def summarize(
-    records: Iterable[Mapping[str, Any]], eps: float = DEFAULT_EPS, ks: tuple[int, ...] = (1,)
-) -> dict[str, Any]:
+def summarize(records: Iterable[RecordLike], eps: float = DEFAULT_EPS, ks: tuple[int, ...] = (1,)) -> dict[str, Any]:
     """All metrics of docs/metrics.md over ``records`` (see the module docstring)."""
     records = list(records)
     results = [_res(r) for r in records]
@@ -162,7 +161,7 @@ def summarize(
 
 
 def summarize_by(
-    records: Iterable[Mapping[str, Any]], key: str, eps: float = DEFAULT_EPS, ks: tuple[int, ...] = (1,)
+    records: Iterable[RecordLike], key: str, eps: float = DEFAULT_EPS, ks: tuple[int, ...] = (1,)
 ) -> dict[str, dict[str, Any]]:
     """:func:`summarize` per value of ``record[key]`` (family, dataset, bucket ...)."""
     groups: dict[str, list] = defaultdict(list)
@@ -192,7 +191,7 @@ def mean_ci(values: Iterable[float | None], level: float = 0.95) -> tuple[float 
 
 
 def per_prompt_ci(
-    records: Iterable[Mapping[str, Any]], metric: str = "correct", eps: float = DEFAULT_EPS, level: float = 0.95
+    records: Iterable[RecordLike], metric: str = "correct", eps: float = DEFAULT_EPS, level: float = 0.95
 ) -> tuple[float | None, float | None, float | None]:
     """Mean over prompts of the per-prompt mean of ``metric`` (``correct`` or ``reward``) with a
     t-interval over prompts: samples of one prompt are not independent, prompts are.
@@ -206,7 +205,7 @@ def per_prompt_ci(
     return mean_ci(list(_prompt_means(records, metric, eps).values()), level)
 
 
-def _prompt_means(records: Iterable[Mapping[str, Any]], metric: str, eps: float) -> dict[Any, float]:
+def _prompt_means(records: Iterable[RecordLike], metric: str, eps: float) -> dict[Any, float]:
     """Per-prompt mean of ``correct`` (0/1) or of a numeric result field such as ``reward``."""
     if metric not in ("correct", "reward"):
         raise ValueError(f"metric must be 'correct' or 'reward', got {metric!r}")
@@ -220,8 +219,8 @@ def _prompt_means(records: Iterable[Mapping[str, Any]], metric: str, eps: float)
 
 
 def paired_prompt_difference(
-    before: Iterable[Mapping[str, Any]],
-    after: Iterable[Mapping[str, Any]],
+    before: Iterable[RecordLike],
+    after: Iterable[RecordLike],
     metric: str = "correct",
     eps: float = DEFAULT_EPS,
     level: float = 0.95,

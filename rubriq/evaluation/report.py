@@ -25,6 +25,7 @@ from typing import Any
 
 from rubriq.evaluation.metrics import DEFAULT_EPS
 from rubriq.evaluation.plots import _pyplot, learning_curves, legend_outside, plain_log_axis, read_metrics, save
+from rubriq.evaluation.records import RecordLike
 from rubriq.evaluator.result import is_correct
 from rubriq.rubric.tcount import compression
 from rubriq.tables import fmt, format_ci, markdown_table  # noqa: F401 (format_ci: re-exported)
@@ -115,7 +116,7 @@ def training_summary(folder: Path, key: str, threshold: float) -> dict[str, Any]
 
 
 # -- plots --------------------------------------------------------------------------------------
-def scatter_points(records: list[dict], eps: float = DEFAULT_EPS) -> dict[tuple[float, float, bool], int]:
+def scatter_points(records: Sequence[RecordLike], eps: float = DEFAULT_EPS) -> dict[tuple[float, float, bool], int]:
     """(T0/T(c), F_avg, correct) -> how many parsed completions sit on that point."""
     from collections import Counter
 
@@ -134,7 +135,7 @@ def scatter_points(records: list[dict], eps: float = DEFAULT_EPS) -> dict[tuple[
     return dict(pts)
 
 
-def scatter_fidelity_compression(records: list[dict], out: Path, eps: float = DEFAULT_EPS) -> Path | None:
+def scatter_fidelity_compression(records: Sequence[RecordLike], out: Path, eps: float = DEFAULT_EPS) -> Path | None:
     """F_avg vs T0/T(c) per parsed completion; correct ones (F_avg >= 1 - eps) highlighted;
     completions on the same point drawn once, larger, with their count."""
     pts = scatter_points(records, eps)
@@ -189,10 +190,10 @@ def variant_bars(runs: list[dict], out: Path) -> Path:
 
 
 # -- report blocks ------------------------------------------------------------------------------
-def bucket_table(records: list[dict], eps: float) -> list[list[str]]:
+def bucket_table(records: Sequence[RecordLike], eps: float) -> list[list[str]]:
     """Table VI: residual error 1 - F_avg and correctness per T0 bucket."""
     rows = []
-    groups: dict[str, list[dict]] = {}
+    groups: dict[str, list[RecordLike]] = {}
     for r in records:
         groups.setdefault(str(r.get("bucket")), []).append(r)
     for bucket, recs in sorted(groups.items()):

@@ -1,9 +1,10 @@
 """Sample a model on prompt rows and score the completions with the rubric.
 
-A *record* (one completion) is a JSON-ready dict: ``prompt_id``, ``family``, ``format``,
-``bucket``, ``t0``, ``target``, ``dataset``, ``sample``, ``text`` and, once scored, ``result``
-(``EvaluationResult.to_dict()`` without the circuit).  Records are saved as JSONL so that
-metrics and reports can be recomputed without sampling again (``metrics.py``).
+A *record* is one completion, typed (``records.py``): :class:`Record` (``prompt_id``,
+``text``, ``target``, ``family``, ``format``, ``bucket``, ``t0``, ``dataset``, ``sample``) and,
+once scored, :class:`ScoredRecord` with its ``result`` (``EvaluationResult.to_dict()``, no
+circuit).  Records are saved as JSONL so that metrics and reports can be recomputed without
+sampling again (``metrics.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rubriq.config import RubricConfig
+from rubriq.evaluation.records import Record, ScoredRecord
 from rubriq.evaluation.settings import EvalSettings
 
 
@@ -42,7 +44,7 @@ def generate(
     progress: bool = True,
     description: str = "sampling",
     on_batch=None,
-) -> list[dict]:
+) -> list[Record]:
     """``samples`` completions per row (greedy when ``temperature`` is 0), batched, left-padded;
     ``on_batch(done, total)`` is called after each batch (the app's progress bar).  The console
     progress (``rubriq.progress``) advances with every generated token, so it moves within a
@@ -61,7 +63,7 @@ def generate(
         tokenizer.pad_token = tokenizer.eos_token
     side, tokenizer.padding_side = tokenizer.padding_side, "left"
     jobs = [(row, k) for row in rows for k in range(samples)]
-    records: list[dict] = []
+    records: list[Record] = []
     model.eval()
 
     class TokenTick(LogitsProcessor):
@@ -98,17 +100,17 @@ def generate(
                 decoded = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
                 for (row, k), text in zip(chunk, decoded, strict=True):
                     records.append(
-                        {
-                            "prompt_id": row.get("id"),
-                            "family": row.get("family"),
-                            "format": row.get("format"),
-                            "bucket": row.get("bucket"),
-                            "t0": row.get("t0"),
-                            "target": row.get("target"),
-                            "dataset": dataset_of(row),
-                            "sample": k,
-                            "text": text,
-                        }
+                        Record(
+                            prompt_id=row.get("id"),
+                            text=text,
+                            target=row.get("target"),
+                            family=row.get("family"),
+                            format=row.get("format"),
+                            bucket=row.get("bucket"),
+                            t0=row.get("t0"),
+                            dataset=dataset_of(row),
+                            sample=k,
+                        )
                     )
                 bar.set(len(records))
                 if on_batch is not None:
@@ -120,7 +122,7 @@ def generate(
 
 def sample(
     model: Any, tokenizer: Any, rows: list[dict], settings: EvalSettings, seed: int = 0, description: str = "sampling"
-) -> list[dict]:
+) -> list[Record]:
     """:func:`generate` with an ``evaluation:`` section's settings (samples, tokens, temperature,
     top_p, batch size): how ``rubriq evaluate``, the quickstart and the studies sample a policy."""
     return generate(
@@ -138,38 +140,39 @@ def sample(
 
 
 def score(
-    records: list[dict], config: RubricConfig | None = None, workers: int = 1, progress: bool = True, chunk: int = 8
-) -> list[dict]:
+    records: list[Record], config: RubricConfig | None = None, workers: int = 1, progress: bool = True, chunk: int = 8
+) -> list[ScoredRecord]:
     """Add the rubric ``result`` to each record (each distinct (target, text) scored once),
     ``chunk`` completions at a time so that the progress moves."""
     from rubriq.evaluator.batch import BatchScorer
     from rubriq.progress import progress as progress_bar
 
-    out: list[dict] = []
+    out: list[ScoredRecord] = []
     with (
         BatchScorer(config, workers=workers) as scorer,
         progress_bar(f"scoring ({len(records)} completions)", len(records), enabled=progress) as bar,
     ):
         for start in range(0, len(records), chunk):
             part = records[start : start + chunk]
-            results = scorer.results([r["text"] for r in part], [r["target"] for r in part])
-            out += [{**r, "result": res.to_dict()} for r, res in zip(part, results, strict=True)]
+            results = scorer.results([r.text for r in part], [r.target or "" for r in part])
+            out += [r.scored(res) for r, res in zip(part, results, strict=True)]
             bar.advance(len(part))
     return out
 
 
-def save_records(records: Iterable[dict], path: str | Path) -> Path:
+def save_records(records: Iterable[Record], path: str | Path) -> Path:
+    """One JSON object per line (``Record.to_json``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
         for r in records:
-            fh.write(json.dumps(r) + "\n")
+            fh.write(json.dumps(r.to_json()) + "\n")
     return path
 
 
-def load_records(path: str | Path) -> list[dict]:
-    """The records of a JSONL file; a line that is not a JSON object is a ``ValueError`` naming
-    the file and the line."""
+def load_records(path: str | Path) -> list[Record]:
+    """The records of a JSONL file (:class:`ScoredRecord` where a line has its ``result``); a
+    line that is not a record is a ``ValueError`` naming the file and the line."""
     out = []
     for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -180,5 +183,8 @@ def load_records(path: str | Path) -> list[dict]:
             raise ValueError(f"{path}, line {number}: not JSON ({exc.msg})") from None
         if not isinstance(record, dict):
             raise ValueError(f"{path}, line {number}: a record must be a JSON object, got {type(record).__name__}")
-        out.append(record)
+        try:
+            out.append(Record.from_json(record))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{path}, line {number}: {exc}") from None
     return out

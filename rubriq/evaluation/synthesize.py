@@ -23,6 +23,7 @@ from typing import Any
 from qiskit import QuantumCircuit
 
 from rubriq.evaluation.metrics import DEFAULT_EPS
+from rubriq.evaluation.records import Candidate, Rewrite
 from rubriq.evaluator.result import is_correct
 from rubriq.targets import TARGETS, Target, make_target
 
@@ -85,11 +86,17 @@ def target_from_text(text: str) -> Target:
 
 @dataclass
 class Synthesis:
+    """The outcome of best-of-N synthesis for one target."""
+
     target: Target
-    candidates: list[dict] = field(default_factory=list)
-    best: dict | None = None
+    candidates: list[Candidate] = field(default_factory=list)
+    """Every sampled candidate with its rubric result and circuit, in sampling order."""
+    best: Candidate | None = None
+    """The functionally correct candidate with the highest reward (None if none is correct)."""
     circuit: QuantumCircuit | None = None
-    optimized: dict | None = None
+    """The best candidate's circuit."""
+    optimized: Rewrite | None = None
+    """The post-pass rewrite kept (``optimize``), if any."""
 
 
 def synthesize(
@@ -142,18 +149,18 @@ def synthesize(
     evaluator = evaluator or RubriQEvaluator(target=target, config=config)
     out = Synthesis(target)
     for rec in records:
-        result = evaluator.evaluate(rec["text"])
-        out.candidates.append({**rec, "result": result.to_dict(), "_circuit": result.circuit})
-    correct = [c for c in out.candidates if is_correct(c["result"], 1 - eps)]
+        result = evaluator.evaluate(rec.text)
+        out.candidates.append(Candidate(rec.scored(result), result.circuit))
+    correct = [c for c in out.candidates if is_correct(c.result, 1 - eps)]
     if correct:
-        out.best = max(correct, key=lambda c: c["result"]["reward"])
-        out.circuit = out.best["_circuit"]
+        out.best = max(correct, key=lambda c: c.result["reward"])
+        out.circuit = out.best.circuit
         if optimize and out.circuit is not None:
             out.optimized = post_pass(out.circuit, evaluator, eps)
     return out
 
 
-def post_pass(circuit: QuantumCircuit, evaluator, eps: float = DEFAULT_EPS) -> dict | None:
+def post_pass(circuit: QuantumCircuit, evaluator, eps: float = DEFAULT_EPS) -> Rewrite | None:
     """The best compiler rewrite of ``circuit`` that is verified equivalent to it (exact or
     qcec), still correct against the target, and lowers the T-count or the depth; or None."""
     from rubriq.baselines.compilers import pyzx_full_reduce, pyzx_teleport, qiskit_o3
@@ -161,7 +168,7 @@ def post_pass(circuit: QuantumCircuit, evaluator, eps: float = DEFAULT_EPS) -> d
     from rubriq.baselines.verify import verify
 
     base = evaluator.evaluate_circuit(circuit)
-    best = None
+    best: Rewrite | None = None
     for name, route in (
         ("pyzx_teleport", pyzx_teleport),
         ("pyzx_full_reduce", pyzx_full_reduce),
@@ -180,6 +187,6 @@ def post_pass(circuit: QuantumCircuit, evaluator, eps: float = DEFAULT_EPS) -> d
         if res.t_count is None or res.depth is None:
             continue
         better = res.t_count <= base.t_count and (res.t_count < base.t_count or res.depth < base.depth)
-        if is_correct(res, 1 - eps) and better and (best is None or res.reward > best["result"]["reward"]):
-            best = {"method": name, "result": res.to_dict(), "circuit": candidate, "verdict": verdict}
+        if is_correct(res, 1 - eps) and better and (best is None or res.reward > best.result["reward"]):
+            best = Rewrite(name, res.to_dict(), candidate, verdict)
     return best

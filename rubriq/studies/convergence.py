@@ -40,12 +40,14 @@ import logging
 import math
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
 from rubriq.evaluation.metrics import mean_ci
+from rubriq.evaluation.records import RecordLike
 from rubriq.tables import fmt, format_ci, markdown_table
 
 log = logging.getLogger(__name__)
@@ -156,7 +158,7 @@ def eval_seed(seed: int, step: int) -> int:
 
 
 # -- one evaluation -------------------------------------------------------------------------------
-def held_out_metrics(records: list[dict], k: int, eps: float) -> dict[str, Any]:
+def held_out_metrics(records: Sequence[RecordLike], k: int, eps: float) -> dict[str, Any]:
     """EVAL_METRICS of scored records (see docs/metrics.md)."""
     from rubriq.evaluation.metrics import summarize
     from rubriq.evaluator.result import is_correct
@@ -211,12 +213,12 @@ class _Evaluator:
         finally:
             torch.random.set_rng_state(state)
             model.train(training)
-        records = score(records, self.rubric)
+        scored = score(records, self.rubric)
         if records_path is not None:
-            save_records(records, records_path)
+            save_records(scored, records_path)
         return {
             "step": step,
-            **held_out_metrics(records, self.study.samples, self.eps),
+            **held_out_metrics(scored, self.study.samples, self.eps),
             "eval_seconds": time.perf_counter() - start,
         }
 

@@ -21,7 +21,10 @@ import json
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rubriq.evaluation.records import ScoredRecord
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "quickstart_cpu.yaml"
 PHASES = ("before SFT", "after SFT", "after GRPO")
@@ -32,7 +35,7 @@ def _say(console, message: str) -> None:
         console.print(message)
 
 
-def evaluate_policy(settings, model, tokenizer, rows: list[dict], label: str) -> list[dict]:
+def evaluate_policy(settings, model, tokenizer, rows: list[dict], label: str) -> list[ScoredRecord]:
     from rubriq.evaluation.sampling import sample, score
 
     records = sample(model, tokenizer, rows, settings.evaluation, description=f"evaluating {label}")
@@ -93,7 +96,7 @@ def run(
 
     summaries: dict[str, dict] = {}
 
-    records_of: dict[str, list[dict]] = {}
+    records_of: dict[str, list[ScoredRecord]] = {}
     k = settings.evaluation.samples
     eps = 1 - settings.rubric.fidelity.correct_threshold
 
