@@ -22,6 +22,8 @@ class BudgetExceeded(RuntimeError):
 
 
 class Deadline:
+    """A wall-clock deadline (``None`` seconds: never); long loops call ``check()`` between steps."""
+
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
         self.end = None if seconds is None else time.monotonic() + seconds

@@ -71,6 +71,7 @@ def _full_precision(value: Any) -> str:
 
 
 def metrics_markdown(view: handlers.ScoreView) -> str:
+    """The score's quantities as a markdown table, at full precision."""
     rows = [("reward", view.reward), *view.metrics.items(), ("strategy", view.strategy)]
     from rubriq.tables import markdown_table
 

@@ -85,6 +85,7 @@ def build_target(name: str, qubits: float | int | None, params_text: str = "", r
 
 
 def check_text(text: str | None, what: str = "input") -> str:
+    """The text, or ``AppInputError`` when it is empty, over the size limit or binary."""
     if text is None or not str(text).strip():
         raise AppInputError(f"{what} is empty: paste a completion or circuit, or upload a file")
     size = len(str(text).encode("utf-8", errors="replace"))
@@ -119,6 +120,8 @@ def read_upload(path: str | Path | None) -> str:
 # -- score -----------------------------------------------------------------------------------
 @dataclass
 class ScoreView:
+    """What the Score tab shows for one completion."""
+
     reward: float
     correct: bool
     summary: str
@@ -166,6 +169,7 @@ def score_text(
 
 
 def view_of(result: EvaluationResult, threshold: float) -> ScoreView:
+    """The Score tab's view of an evaluation result."""
     from qiskit import qasm2
 
     correct = is_correct(result, threshold)
@@ -232,6 +236,8 @@ def view_of(result: EvaluationResult, threshold: float) -> ScoreView:
 # -- synthesize ----------------------------------------------------------------------------------
 @dataclass
 class SynthesisView:
+    """What the Synthesize tab shows: summary, candidates table, best circuit."""
+
     summary: str
     table: list[list[Any]]
     """Per candidate, sorted by reward: rank, reward, correct, F_avg, T, depth, parsed/error."""
@@ -335,6 +341,8 @@ BASELINE_METHODS = ("qiskit", "tket", "pyzx")
 
 @dataclass
 class BaselineView:
+    """What the Baselines tab shows: one row per compiler, with its verdict."""
+
     summary: str
     table: list[list[Any]]
     """Per method: method, T, depth, verdict, seconds, detail."""

@@ -26,6 +26,7 @@ from rubriq.rubric.tcount import t_count
 
 
 def count_t(circuit: QuantumCircuit) -> int:
+    """T-count under RubriQ's gate table (the rubric's own count)."""
     return t_count(canonical_ops(circuit, max_gates=TRUSTED_MAX_GATES))
 
 
@@ -46,6 +47,7 @@ def qiskit_o3(circuit: QuantumCircuit) -> QuantumCircuit:
 
 
 def tket_full_peephole(circuit: QuantumCircuit) -> QuantumCircuit:
+    """TKET's FullPeepholeOptimise, back to a Qiskit circuit."""
     from pytket import OpType
     from pytket.passes import AutoRebase, FullPeepholeOptimise
     from pytket.qasm import circuit_from_qasm_str, circuit_to_qasm_str
@@ -95,6 +97,7 @@ def pyzx_teleport(circuit: QuantumCircuit) -> QuantumCircuit:
 
 
 def pyzx_full_reduce(circuit: QuantumCircuit) -> QuantumCircuit:
+    """PyZX full_reduce and circuit extraction, basic gates."""
     import pyzx as zx
 
     g = _pyzx_circuit(circuit).to_graph()

@@ -32,6 +32,8 @@ VERIFIED = ("exact", "qcec")
 
 @dataclass
 class MethodResult:
+    """One method on one circuit: T, seconds, verification verdict and detail."""
+
     t: int | None = None
     seconds: float = 0.0
     verdict: str = "failed"
@@ -46,6 +48,8 @@ class MethodResult:
 
 @dataclass
 class Row:
+    """One circuit with every method's result and its published T-counts."""
+
     circuit: SuiteCircuit
     results: dict[str, MethodResult] = field(default_factory=dict)
     published: dict[str, str] = field(default_factory=dict)
@@ -123,6 +127,7 @@ def portfolio(row: Row) -> None:
 
 
 def mean_compression(values: list[float]) -> str:
+    """The mean of the finite compressions, with how many outputs had no T gate left."""
     finite = [v for v in values if math.isfinite(v)]
     zero_t = len(values) - len(finite)
     text = f"{statistics.mean(finite):.3f}" if finite else "-"
@@ -228,6 +233,7 @@ def load_done(csv_path: Path, methods: list[str]) -> dict[tuple[str, str], Metho
 def write_reports(
     rows: list[Row], methods: list[str], out: Path, title: str, published_columns: tuple[str, ...] = ()
 ) -> tuple[Path, Path]:
+    """Write ``baselines.csv`` and ``baselines.md`` for ``rows`` into ``out``; return both paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     csv_path, md_path = out / "baselines.csv", out / "baselines.md"
@@ -257,6 +263,7 @@ def write_reports(
 
 
 def markdown(rows: list[Row], methods: list[str], title: str, published_columns: tuple[str, ...] = ()) -> str:
+    """The baselines table and the per-bucket summary as markdown."""
     lines = [
         f"# {title}",
         "",

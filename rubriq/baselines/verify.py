@@ -17,6 +17,7 @@ from rubriq.sim.exact import simulate, unitary_fidelity
 def verify(
     original: QuantumCircuit, optimized: QuantumCircuit, exact_qubits: int = 10, qcec_timeout_s: float = 120.0
 ) -> tuple[str, str]:
+    """(verdict, detail): ``exact`` or ``qcec`` when ``optimized`` equals ``original`` up to global phase."""
     if original.num_qubits != optimized.num_qubits:
         return "not_equivalent", f"width {original.num_qubits} -> {optimized.num_qubits}"
     n = original.num_qubits

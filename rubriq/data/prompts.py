@@ -71,6 +71,7 @@ def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
 
 
 def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None, style: str = "full") -> dict:
+    """One dataset row for a target in one format: prompt, spec, reference circuit, T0 and bucket."""
     reference = target.reference_circuit()
     return {
         "id": row_id,
@@ -88,6 +89,7 @@ def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None,
 
 
 def synthesis_rows(spec: PromptSpec = PromptSpec()) -> list[dict]:
+    """The synthesis dataset's rows: every target of ``spec`` in every format."""
     rows = []
     for i, target in enumerate(synthesis_targets(spec)):
         for fmt in spec.formats:
@@ -97,6 +99,7 @@ def synthesis_rows(spec: PromptSpec = PromptSpec()) -> list[dict]:
 
 
 def rewrite_rows(circuits: list[SuiteCircuit], formats: tuple[str, ...] = ("qasm2",)) -> list[dict]:
+    """The rewrite dataset's rows: each circuit as a rewrite-with-fewer-T target."""
     from rubriq.targets.circuit import CircuitTarget
 
     rows = []

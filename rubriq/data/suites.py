@@ -56,6 +56,8 @@ class NotCliffordT(ValueError):
 
 @dataclass
 class SuiteCircuit:
+    """A benchmark circuit with its collection, T0 and source."""
+
     collection: str
     name: str
     circuit: QuantumCircuit = field(repr=False)
@@ -75,6 +77,7 @@ class SuiteCircuit:
 
 
 def bucket_of(t0: int) -> str:
+    """The T0 bucket (<80, 80-140, >140) of a reference T-count."""
     for name, lo, hi in BUCKETS:
         if lo <= t0 < hi:
             return name
@@ -106,6 +109,7 @@ def to_clifford_t(circuit: QuantumCircuit) -> QuantumCircuit:
 
 
 def make_entry(collection: str, name: str, circuit: QuantumCircuit, source: str) -> SuiteCircuit:
+    """A SuiteCircuit with its exact T0."""
     return SuiteCircuit(collection, name, circuit, t_count(canonical_ops(circuit, max_gates=TRUSTED_MAX_GATES)), source)
 
 
@@ -118,6 +122,7 @@ def circuit_key(circuit: QuantumCircuit) -> str:
 
 # -- collections -----------------------------------------------------------------------------
 def default_tcount_dir() -> Path:
+    """Where ``rubriq data fetch tcount-suite`` puts the suite."""
     return Path.home() / ".cache" / "rubriq" / "tcount_suite"
 
 
@@ -222,6 +227,7 @@ def _count(report: dict | None, reason: str) -> None:
 
 
 def dedupe(circuits: list[SuiteCircuit]) -> list[SuiteCircuit]:
+    """The circuits without repeats (same gates on the same qubits), first kept."""
     seen, out = set(), []
     for c in circuits:
         key = circuit_key(c.circuit)

@@ -131,6 +131,8 @@ def summaries(records: Sequence[RecordLike], eps: float = DEFAULT_EPS, samples: 
 def run_evaluation(
     req: EvalRequest, out: str | Path, config: RubricConfig | None = None, baselines: tuple[str, ...] = ()
 ) -> dict[str, Any]:
+    """Sample ``req.model`` on the split, score, write records.jsonl and summary.json (and baselines) to ``out``;
+    return the summary."""
     from rubriq.baselines.compilers import METHODS
     from rubriq.data.prompts import load_split
     from rubriq.evaluation.sampling import sample, save_records, score

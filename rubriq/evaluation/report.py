@@ -33,6 +33,7 @@ from rubriq.tables import fmt, format_ci, markdown_table  # noqa: F401 (format_c
 
 # -- loading ------------------------------------------------------------------------------------
 def find_metrics(folder: Path) -> Path | None:
+    """The run's ``metrics.jsonl`` (in the folder or its ``train/``), or None."""
     for p in (folder / "metrics.jsonl", folder / "train" / "metrics.jsonl"):
         if p.is_file():
             return p
@@ -166,6 +167,7 @@ def scatter_fidelity_compression(records: Sequence[RecordLike], out: Path, eps: 
 
 
 def variant_bars(runs: list[dict], out: Path) -> Path:
+    """Bars per run: compression, violation rate and steps to target, values on the bars."""
     plt = _pyplot()
     names = [r["name"] for r in runs]
     panels = (
@@ -212,6 +214,7 @@ def bucket_table(records: Sequence[RecordLike], eps: float) -> list[list[str]]:
 def build(
     inputs: list[Path], out: Path, key: str = "reward", threshold: float = 0.5, eps: float = DEFAULT_EPS
 ) -> list[tuple]:
+    """The report as blocks (headings, paragraphs, tables, images) for training runs and evaluations."""
     from rubriq.evaluation.evaluate import summaries
     from rubriq.evaluation.sampling import load_records
 
@@ -383,6 +386,7 @@ def _slug(s: str) -> str:
 
 
 def to_markdown(blocks: list[tuple]) -> str:
+    """The blocks as markdown (images by file name)."""
     lines = []
     for b in blocks:
         if b[0] in ("h1", "h2", "h3"):
@@ -397,6 +401,7 @@ def to_markdown(blocks: list[tuple]) -> str:
 
 
 def to_html(blocks: list[tuple], folder: Path) -> str:
+    """The blocks as one self-contained HTML page (images embedded as base64)."""
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>RubriQ report</title><style>"
         "body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse;margin:1em 0}"
@@ -421,6 +426,7 @@ def to_html(blocks: list[tuple], folder: Path) -> str:
 def write_report(
     inputs: Sequence[str | Path], out: str | Path, key: str = "reward", threshold: float = 0.5, eps: float = DEFAULT_EPS
 ) -> tuple[Path, Path]:
+    """Write ``report.md`` and ``report.html`` (and the PNGs) for ``inputs`` into ``out``; return both paths."""
     out = Path(out)
     blocks = build([Path(p) for p in inputs], out, key, threshold, eps)
     md, page = out / "report.md", out / "report.html"

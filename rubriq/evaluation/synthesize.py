@@ -54,6 +54,8 @@ UNDERSTOOD = (
 
 
 class SpecNotUnderstood(ValueError):
+    """The free-text spec names no target RubriQ knows (the message lists what it understands)."""
+
     pass
 
 

@@ -47,6 +47,8 @@ class NotApplicable(Exception):
 
 @dataclass
 class Extraction:
+    """What the cascade found: the circuit and the strategy that produced it, or every strategy's reason."""
+
     circuit: QuantumCircuit | None
     strategy: str | None
     attempts: list[tuple[str, str]] = field(default_factory=list)
@@ -73,6 +75,7 @@ def _limits(cfg: ExtractionConfig) -> QASMLimits:
 
 
 def direct_qasm(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLINE) -> QuantumCircuit:
+    """The program from the ``OPENQASM`` header to the end of the text or the next code fence."""
     start = text.find("OPENQASM")
     if start < 0:
         raise NotApplicable("no OPENQASM header")
@@ -84,6 +87,7 @@ def direct_qasm(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLI
 
 
 def fenced_block(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLINE) -> QuantumCircuit:
+    """The first Markdown code block that yields a circuit (QASM loaded, Python run in the sandbox)."""
     blocks = _FENCE.findall(text)
     if not blocks:
         raise NotApplicable("no code block")
@@ -106,6 +110,7 @@ def fenced_block(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADL
 
 
 def python_code(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLINE) -> QuantumCircuit:
+    """The whole text as Qiskit Python, run in the sandbox."""
     if not _PYTHON_HINT.search(text):
         raise NotApplicable("no Qiskit code")
     if not cfg.allow_python:

@@ -27,6 +27,8 @@ class QASMError(ValueError):
 
 @dataclass(frozen=True)
 class QASMLimits:
+    """Caps checked on QASM text before it is parsed (bytes, qubits, nesting, controls)."""
+
     max_bytes: int = 65536
     max_qubits: int = 64
     max_int_digits: int = 12

@@ -126,5 +126,6 @@ def emulate_ionq(transpiled: QuantumCircuit, backend: str, shots: int = 4096, se
 
 
 def emulate(transpiled: QuantumCircuit, backend: str, shots: int = 4096, seed: int = 42) -> dict[str, int]:
+    """Counts of the transpiled circuit from the offline noisy emulation of ``backend``."""
     spec = get_backend(backend)
     return (emulate_ibm if spec.provider == "ibm" else emulate_ionq)(transpiled, backend, shots, seed)

@@ -30,6 +30,7 @@ TOKEN_VARIABLES = ("IBM_QUANTUM_TOKEN", "QISKIT_IBM_TOKEN", "IONQ_API_KEY")
 
 
 def secrets() -> list[str]:
+    """The provider tokens set in the environment (never written anywhere)."""
     return [v for v in (os.environ.get(k) for k in TOKEN_VARIABLES) if v and len(v) >= 4]
 
 
@@ -39,6 +40,7 @@ def contains_secret(text: str) -> bool:
 
 
 def redact(text: str) -> str:
+    """``text`` with every provider token replaced by a placeholder."""
     for secret in secrets():
         text = text.replace(secret, "***")
     return text
@@ -53,6 +55,7 @@ def write_text(path: Path, text: str) -> None:
 
 
 def job_key(backend: str, name: str, qasm: str, shots: int) -> str:
+    """The key of one (backend, circuit, shots) job: a rerun finds and polls it instead of resubmitting."""
     digest = hashlib.sha256(qasm.encode()).hexdigest()[:16]
     return f"{backend}/{name}/{digest}/{shots}"
 

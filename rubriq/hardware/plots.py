@@ -6,6 +6,7 @@ from pathlib import Path
 
 
 def kl_plot(rows: list[dict], out: str | Path, threshold: float = 0.05) -> Path:
+    """KL per backend per circuit as bars, with the flag threshold (Fig. 8 style)."""
     from rubriq.evaluation.plots import _pyplot, save
 
     plt = _pyplot()

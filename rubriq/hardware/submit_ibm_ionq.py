@@ -107,6 +107,7 @@ def top_k_from_records(path: Path, k: int) -> dict[str, QuantumCircuit]:
 
 # -- providers -------------------------------------------------------------------------------
 def token_for(provider: str) -> str | None:
+    """The API token of ``provider`` (ibm or ionq) from the environment, or None."""
     names = ("IBM_QUANTUM_TOKEN", "QISKIT_IBM_TOKEN") if provider == "ibm" else ("IONQ_API_KEY",)
     return next((os.environ[n] for n in names if os.environ.get(n)), None)
 
@@ -157,6 +158,8 @@ class RealProvider:
 # -- the pipeline ----------------------------------------------------------------------------
 @dataclass
 class HardwareRun:
+    """One run of the hardware pipeline over backends: transpile, sample (device or emulation), KL."""
+
     backends: list[str]
     shots: int = DEFAULT_SHOTS
     seed: int = 42
@@ -294,6 +297,7 @@ class HardwareRun:
 
 
 def write_results(rows: list[dict], out: Path, threshold: float = KL_THRESHOLD) -> dict[str, Path]:
+    """Write ``results.json`` (and ``kl.png`` when there are KLs) into ``out``."""
     from rubriq.hardware.plots import kl_plot
 
     paths = {"results": out / "results.json"}
@@ -304,6 +308,7 @@ def write_results(rows: list[dict], out: Path, threshold: float = KL_THRESHOLD) 
 
 
 def dry_run_table(rows: list[dict]) -> str:
+    """What a dry run would send, as a markdown table."""
     from rubriq.tables import markdown_table
 
     lines = markdown_table(
@@ -370,6 +375,7 @@ DEFAULT_OUT = Path("runs/hardware")
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m rubriq.hardware.submit_ibm_ionq``: parse arguments, run, return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--circuits", nargs="+", required=True, metavar="PATH", help=".qasm / .py files, folders, or evaluation JSONL"

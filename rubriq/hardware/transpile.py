@@ -20,6 +20,8 @@ from rubriq.circuit.backends import BackendSpec, get_backend
 
 @dataclass
 class Transpiled:
+    """A circuit transpiled for a backend, with its depth, two-qubit gates and inserted SWAPs."""
+
     backend: str
     circuit: QuantumCircuit
     depth: int

@@ -35,6 +35,7 @@ CACHE = _cache_usable()
 
 @njit(parallel=True, cache=CACHE, fastmath=False)
 def dense1(src, out, perm, p, q, g00, g01, g10, g11):  # pragma: no cover - compiled
+    """A 2x2 update of qubit ``q`` on the rows of ``src`` (through ``perm``) into ``out``, in parallel."""
     rows, m = src.shape
     low = (1 << q) - 1
     for k in prange(rows // 2):
@@ -57,6 +58,7 @@ def dense1(src, out, perm, p, q, g00, g01, g10, g11):  # pragma: no cover - comp
 
 @njit(parallel=True, cache=CACHE, fastmath=False)
 def dense2(src, out, perm, p, a, b, g):  # pragma: no cover - compiled
+    """A 4x4 update of qubits ``a``, ``b`` on the rows of ``src`` (through ``perm``) into ``out``, in parallel."""
     rows, m = src.shape
     lo = min(a, b)
     hi = max(a, b)
@@ -86,8 +88,10 @@ def dense2(src, out, perm, p, a, b, g):  # pragma: no cover - compiled
 
 
 def set_threads(threads: int) -> None:
+    """Use ``threads`` threads (at most numba's maximum) for the parallel kernels."""
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
 
 
 def as_matrix(data) -> np.ndarray:
+    """A 4x4 complex matrix from 16 values."""
     return np.asarray(data, dtype=np.complex128).reshape(4, 4)

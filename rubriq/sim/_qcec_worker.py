@@ -33,6 +33,7 @@ def _read_exact(stream, n: int) -> bytes:
 
 
 def main() -> None:
+    """Answer length-prefixed qcec requests on stdin until it closes."""
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     sys.stdout = sys.stderr  # nothing but frames on the channel
     from mqt import qcec

@@ -47,6 +47,8 @@ _HEADER = struct.Struct("!Q")
 
 @dataclass(frozen=True)
 class Verdict:
+    """qcec's answer for one pair of circuits: equivalent, not_equivalent or unknown, with the reason."""
+
     verdict: str
     """'equivalent', 'not_equivalent' or 'unknown'."""
     detail: str

@@ -83,6 +83,7 @@ def _state(cudaq, ops, n, initial=None) -> np.ndarray:
 
 
 def state_fidelity(ops, n_circuit: int, target: np.ndarray, max_qubits: int) -> FidelityResult:
+    """State fidelity with CUDA-Q's state vector (never run here: no CUDA-Q machine)."""
     cudaq = _cudaq()
     d = target.shape[0]
     n = max(n_circuit, d.bit_length() - 1)

@@ -102,6 +102,8 @@ def circuit_block(ops, n_circuit: int, n_target: int, deadline=None, threads: in
 
 @dataclass(frozen=True)
 class FidelityResult:
+    """A fidelity with its kind, method, interval and (for certified rewrites) verdict."""
+
     kind: str
     """'process' for unitary targets, 'state' for state-preparation targets."""
     process_fidelity: float
@@ -128,6 +130,7 @@ def unitary_fidelity(
     memory_mb: float | None = None,
     threads: int = 0,
 ) -> FidelityResult:
+    """Exact F_process (and F_avg) of the canonical gates against a dense target unitary."""
     d = target.shape[0]
     n_target = d.bit_length() - 1
     n = max(n_circuit, n_target)
@@ -148,6 +151,7 @@ def state_fidelity(
     deadline=None,
     memory_mb: float | None = None,
 ) -> FidelityResult:
+    """Exact state fidelity of the circuit's output (ancillas projected on |0>) with the target state."""
     d = target.shape[0]
     n_target = d.bit_length() - 1
     n = max(n_circuit, n_target)

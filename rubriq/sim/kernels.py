@@ -29,6 +29,8 @@ from rubriq.sim.program import Instr
 
 
 class NumpyOps:
+    """The array operations the kernels need, on NumPy."""
+
     import numpy as _np
 
     name = "numpy"
@@ -62,6 +64,8 @@ class NumpyOps:
 
 
 class TorchOps:
+    """The array operations the kernels need, on torch (CPU or CUDA)."""
+
     name = "torch"
 
     def __init__(self, device) -> None:

@@ -28,6 +28,8 @@ _TOL = 1e-14
 
 @dataclass(frozen=True)
 class Instr:
+    """One kernel instruction: its kind, its qubits and its data (phases, permutation or matrix)."""
+
     kind: str
     """diag1 anti1 dense1 cx cz swap diag2 dense2 ccx ccz cswap (two-qubit data: index
     bit_q0 + 2 bit_q1 of ``qubits``)"""
@@ -71,6 +73,7 @@ def _one_qubit_instr(q: int, m: np.ndarray) -> Instr | None:
 
 
 def classify(fused) -> list[Instr]:
+    """The cheapest exact kernel for each fused instruction (diagonal, permutation or dense)."""
     program: list[Instr] = []
     for kind, qubits, item in fused:
         if kind == "1q":

@@ -23,11 +23,13 @@ from rubriq.sim.exact import FidelityResult, SimulationTooLargeError, check_memo
 
 
 def random_phase_states(d: int, k: int, seed: int) -> np.ndarray:
+    """``k`` random-phase states of dimension ``d`` (columns), seeded."""
     rng = np.random.default_rng(seed)
     return np.exp(2j * np.pi * rng.random((d, k))) / math.sqrt(d)
 
 
 def estimate_from_overlaps(a: np.ndarray, z: float, d: int) -> FidelityResult:
+    """F_process = |mean a|^2 and its z-standard-error interval from the overlaps ``a``."""
     k = len(a)
     mean = complex(a.mean())
     se = math.sqrt(float(np.sum(np.abs(a - mean) ** 2)) / (k * (k - 1))) if k > 1 else 1.0
@@ -51,6 +53,7 @@ def sampled_fidelity(
     memory_mb: float | None = None,
     backend=None,
 ) -> FidelityResult:
+    """F_process estimated from ``samples`` random input states, with its confidence interval."""
     n_target = target.num_qubits
     n = max(n_circuit, n_target)
     if n > max_qubits:

@@ -26,6 +26,7 @@ def _torch():
 
 
 def resolve_device(name: str = "auto") -> str:
+    """The torch device for ``name`` (``auto``: CUDA when available); an error for CUDA without a GPU."""
     torch = _torch()
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -35,6 +36,8 @@ def resolve_device(name: str = "auto") -> str:
 
 
 class TorchBackend:
+    """The exact and sampled fidelity on torch tensors (same kernels as NumPy)."""
+
     def __init__(self, device: str = "auto") -> None:
         self.torch = _torch()
         self.device = resolve_device(device)

@@ -193,6 +193,7 @@ class Target(ABC):
 
 
 def check_number(name: str, value: Any, low: float = -math.inf, high: float = math.inf) -> float:
+    """``value`` as a float, or ``TargetError`` when it is not a finite number in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise TargetError(f"{name} must be a finite number, got {value!r}")
     if not low <= value <= high:

@@ -30,6 +30,8 @@ distance of a non-equivalent candidate is sampled."""
 
 
 class CircuitTarget(Target):
+    """The unitary of a given circuit: the rewrite-with-fewer-T task (candidates certified with qcec)."""
+
     name = "circuit"
     family = "circuit"
     kind = "unitary"

@@ -33,6 +33,8 @@ def _seeded_data(params, size: int, high: float, what: str) -> list[float]:
 
 
 class AmplitudeEncodingTarget(Target):
+    """The normalized data vector as a state."""
+
     name = "amplitude_encoding"
     family = "encoding"
     kind = "state"
@@ -68,6 +70,8 @@ class AmplitudeEncodingTarget(Target):
 
 
 class AngleEncodingTarget(Target):
+    """One RY(x_k) rotation of |0> per qubit."""
+
     name = "angle_encoding"
     family = "encoding"
     kind = "state"
@@ -102,6 +106,8 @@ class AngleEncodingTarget(Target):
 
 
 class BasisEncodingTarget(Target):
+    """The computational basis state of an integer."""
+
     name = "basis_encoding"
     family = "encoding"
     kind = "state"

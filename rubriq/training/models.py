@@ -29,6 +29,7 @@ class ModelUnavailable(RuntimeError):
 
 
 def cache_root() -> Path:
+    """RubriQ's cache folder: ``$RUBRIQ_CACHE`` or ``~/.cache/rubriq``."""
     return Path(os.environ.get("RUBRIQ_CACHE", Path.home() / ".cache" / "rubriq"))
 
 
@@ -44,6 +45,7 @@ def embedded_gguf() -> Path:
 
 
 def embedded_dir() -> Path:
+    """Where the converted embedded model is cached."""
     return cache_root() / "models" / "smollm2-135m-instruct"
 
 

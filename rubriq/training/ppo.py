@@ -77,6 +77,7 @@ class PPOSettings:
 
 # -- the math ----------------------------------------------------------------------------------
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``x`` over the positions where ``mask`` is 1."""
     return (x * mask).sum() / mask.sum().clamp(min=1)
 
 
@@ -139,12 +140,15 @@ def policy_loss(
 def value_loss(
     values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor, clip_range_value: float
 ) -> torch.Tensor:
+    """PPO's clipped value loss (max of the clipped and unclipped squared errors), masked mean."""
     clipped = old_values + torch.clamp(values - old_values, -clip_range_value, clip_range_value)
     return 0.5 * masked_mean(torch.maximum((values - returns) ** 2, (clipped - returns) ** 2), mask)
 
 
 # -- the model ---------------------------------------------------------------------------------
 class ValueHead(torch.nn.Module):
+    """A linear value head on the policy's last hidden state (Sparse-PPO's critic)."""
+
     def __init__(self, hidden_size: int) -> None:
         super().__init__()
         self.linear = torch.nn.Linear(hidden_size, 1)

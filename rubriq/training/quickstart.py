@@ -36,6 +36,7 @@ def _say(console, message: str) -> None:
 
 
 def evaluate_policy(settings, model, tokenizer, rows: list[dict], label: str) -> list[ScoredRecord]:
+    """Sample the policy on the held-out rows with the ``evaluation`` settings and score every completion."""
     from rubriq.evaluation.sampling import sample, score
 
     records = sample(model, tokenizer, rows, settings.evaluation, description=f"evaluating {label}")
@@ -163,6 +164,7 @@ def run(
 
 
 def write_report(out: Path, summary: dict, settings) -> Path:
+    """The quickstart's ``report.md``: per-phase metrics with intervals, paired differences, step time."""
     from rubriq.tables import fmt, format_ci, markdown_table
 
     k, e = summary.get("samples", 1), settings.evaluation

@@ -37,6 +37,7 @@ if __package__ in (None, ""):
 
 
 def last_checkpoint(output_dir: Path) -> str | None:
+    """The newest ``checkpoint-N`` folder in ``output_dir``, or None."""
     from transformers.trainer_utils import get_last_checkpoint
 
     return get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
@@ -79,6 +80,7 @@ def load_rows(settings, split: str | None = None) -> list[dict]:
 
 
 def lora_kwargs(settings) -> dict | None:
+    """``peft.LoraConfig`` keywords of the ``lora`` section (None when LoRA is off)."""
     if not settings.lora.enabled:
         return None
     out = {
@@ -353,6 +355,7 @@ def write_reward_stats(output_dir: Path, rewards) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The paper's entry point: parse arguments, read the YAML, train; return the exit code."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     # the paper's spelling (--max_steps) and the usual CLI one (--max-steps) both work
     parser.add_argument(

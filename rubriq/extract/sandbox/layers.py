@@ -198,6 +198,7 @@ def mount_fresh_proc() -> None:
 
 
 def set_hostname() -> None:
+    """Give the sandbox's UTS namespace its own host name."""
     _check(_libc().sethostname(HOSTNAME, len(HOSTNAME)), "sethostname")
 
 
@@ -208,15 +209,18 @@ def become_mapped_root() -> None:
 
 
 def set_pdeathsig() -> None:
+    """Have the kernel kill this process when its parent dies."""
     _check(_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
 
 
 def become_subreaper() -> bool:
+    """Adopt orphaned descendants, so that none outlives the job unseen."""
     return _libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
 # -- child K ----------------------------------------------------------------------------------
 def set_rlimits(memory_mb: int, cpu_s: int, nproc: int | None) -> None:
+    """Apply the job's resource limits (memory, CPU time, files, processes, core dumps)."""
     memory = memory_mb * 1024 * 1024
     limits = [
         (resource.RLIMIT_AS, memory),
@@ -255,6 +259,7 @@ def drop_capabilities() -> None:
 
 
 def set_no_new_privs() -> None:
+    """``PR_SET_NO_NEW_PRIVS``: no exec can gain privileges (required for the seccomp filter)."""
     _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
 
 

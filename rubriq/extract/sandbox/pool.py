@@ -238,6 +238,7 @@ _POOL_LOCK = threading.Lock()
 
 
 def get_pool(size: int = 2) -> SandboxPool:
+    """This process's sandbox pool (started on first use; a forked child gets its own)."""
     global _POOL, _POOL_PID
     with _POOL_LOCK:
         if _POOL is None or _POOL_PID != os.getpid():
@@ -246,6 +247,7 @@ def get_pool(size: int = 2) -> SandboxPool:
 
 
 def shutdown() -> None:
+    """Stop this process's sandbox pool, if it has one."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is not None and _POOL_PID == os.getpid():

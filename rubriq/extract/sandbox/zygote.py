@@ -62,6 +62,7 @@ class FrameError(ValueError):
 
 
 def write_frame(fd: int, obj: dict) -> None:
+    """Write one length-prefixed JSON frame to ``fd``."""
     body = json.dumps(obj).encode()
     _write_all(fd, struct.pack(">I", len(body)) + body)
 
@@ -428,6 +429,7 @@ def probe(ctx: _Context) -> dict:
 
 
 def main() -> None:
+    """The zygote's loop: report ready, then fork one isolated child per job and return its result."""
     import importlib
 
     for name in PRELOADED:
