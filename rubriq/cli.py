@@ -34,6 +34,9 @@ from rich.table import Table
 from typer.exceptions import TyperException  # typer's own (vendored) click: usage errors
 
 from rubriq import __version__
+from rubriq.hardware.options import HardwareOptions
+from rubriq.options import typer_options
+from rubriq.training.launch import LaunchSettings, RunOptions
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -596,59 +599,47 @@ LAUNCHERS = ("python", "accelerate")
 
 
 @train_app.command("run")
+@typer_options(LaunchSettings, into="launch")
+@typer_options(RunOptions, into="run")
 def train_run(
     config: Path = typer.Argument(
         ..., metavar="YAML", help="Training YAML (configs/rubriq_grpo.yaml, configs/variants/...)."
     ),
-    launcher: str = typer.Option("python", metavar="NAME", help="python (one process) or accelerate."),
-    num_processes: int = typer.Option(1, metavar="N", help="Processes over all machines (GPUs)."),
-    num_machines: int = typer.Option(1, metavar="N", help="Machines (multi-node needs --main-process-ip)."),
-    machine_rank: int = typer.Option(0, metavar="N", help="Rank of this machine."),
-    main_process_ip: str | None = typer.Option(None, metavar="HOST", help="Rank-0 host for multi-node runs."),
-    accelerate_config: Path | None = typer.Option(
-        None, metavar="YAML", help="e.g. configs/accelerate/deepspeed_zero2.yaml"
-    ),
-    cpu: bool = typer.Option(False, "--cpu", help="Run the accelerate processes on CPUs (gloo): tests, debugging."),
-    main_process_port: int = typer.Option(29500, metavar="PORT", help="Rendezvous port of rank 0."),
-    resume: bool = typer.Option(False, help="Continue from the last checkpoint in output_dir."),
-    max_steps: int | None = typer.Option(None, metavar="N", help="Override the RL max_steps."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check the config, print the command, run nothing."),
+    launch: LaunchSettings = LaunchSettings(),
+    run: RunOptions = RunOptions(),
 ) -> None:
     """Train with the entry point rubriq/training/train_rubriq.py (here or under accelerate; for
     Slurm, sbatch scripts/submit_rubriq_perlmutter.slurm)."""
     import subprocess
 
-    from rubriq.training.launch import LaunchSettings, as_shell, check_runnable, launch_command
+    from rubriq.training.launch import as_shell, check_runnable, launch_command
 
     check(
-        launcher in LAUNCHERS,
+        launch.launcher in LAUNCHERS,
         "--launcher",
-        f"unknown launcher {launcher!r}; use python or accelerate (Slurm: "
+        f"unknown launcher {launch.launcher!r}; use python or accelerate (Slurm: "
         "sbatch scripts/submit_rubriq_perlmutter.slurm)",
     )
-    check(num_processes >= 1, "--num-processes", f"must be >= 1, got {num_processes}")
-    check(num_machines >= 1, "--num-machines", f"must be >= 1, got {num_machines}")
-    check(0 <= machine_rank < num_machines, "--machine-rank", f"must be in 0..{num_machines - 1}, got {machine_rank}")
-    check(1 <= main_process_port <= 65535, "--main-process-port", f"{main_process_port} is not a TCP port")
-    check(max_steps is None or max_steps >= 1, "--max-steps", f"must be >= 1, got {max_steps}")
+    check(launch.num_processes >= 1, "--num-processes", f"must be >= 1, got {launch.num_processes}")
+    check(launch.num_machines >= 1, "--num-machines", f"must be >= 1, got {launch.num_machines}")
+    check(
+        0 <= launch.machine_rank < launch.num_machines,
+        "--machine-rank",
+        f"must be in 0..{launch.num_machines - 1}, got {launch.machine_rank}",
+    )
+    check(
+        1 <= launch.main_process_port <= 65535, "--main-process-port", f"{launch.main_process_port} is not a TCP port"
+    )
+    check(run.max_steps is None or run.max_steps >= 1, "--max-steps", f"must be >= 1, got {run.max_steps}")
     check(config.is_file(), "YAML", f"no such file: {config}")
     check(
-        accelerate_config is None or accelerate_config.is_file(),
+        launch.accelerate_config is None or Path(launch.accelerate_config).is_file(),
         "--accelerate-config",
-        f"no such file: {accelerate_config}",
-    )
-    launch = LaunchSettings(
-        launcher,
-        num_processes,
-        num_machines,
-        machine_rank,
-        main_process_ip,
-        main_process_port,
-        accelerate_config=str(accelerate_config) if accelerate_config else None,
-        cpu=cpu,
+        f"no such file: {launch.accelerate_config}",
     )
     with reported():
-        cmd = launch_command(config, launch, resume=resume, max_steps=max_steps)
+        cmd = launch_command(config, launch, resume=run.resume, max_steps=run.max_steps)
     from rubriq.training.config import TrainSettings
 
     with reported(flag=str(config)):
@@ -732,32 +723,23 @@ app.add_typer(hardware_app, name="hardware")
 
 
 @hardware_app.command("run")
+@typer_options(HardwareOptions)
 def hardware_run(
     circuits: list[Path] = typer.Argument(
         ..., metavar="PATH...", help=".qasm / .py files, folders of .qasm, or an evaluation records.jsonl."
     ),
-    backend: list[str] = typer.Option(
-        ["ibm_eagle"], metavar="NAME", help="Catalog backend (repeatable; rubriq hardware backends)."
-    ),
-    shots: int = typer.Option(4096, metavar="N", help="Shots per circuit."),
-    top_k: int = typer.Option(5, metavar="K", help="Circuits taken from an evaluation JSONL (best correct by reward)."),
-    threshold: float = typer.Option(0.05, metavar="NATS", help="KL flag threshold (the paper's 0.05)."),
-    seed: int = typer.Option(42, metavar="N", help="Transpiler and emulator seed."),
-    out: Path = typer.Option(Path("runs/hardware"), metavar="DIR", help="results.json, jobs.json, kl.png"),
-    offline: bool = typer.Option(False, help="Emulate even when a provider token is set."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Transpile and print what would be sent."),
+    options: HardwareOptions = HardwareOptions(),
 ) -> None:
-    """The paper's hardware pipeline (also: python -m rubriq.hardware.submit_ibm_ionq)."""
+    """The paper's hardware pipeline (also: python -m rubriq.hardware.submit_ibm_ionq, same options)."""
     from rubriq.hardware.jobs import redact
-    from rubriq.hardware.submit_ibm_ionq import HardwareRun, check_options, load_circuits, write_results
+    from rubriq.hardware.submit_ibm_ionq import check_options, load_circuits, pipeline, write_results
 
     with reported():
-        check_options(backend, shots, top_k, threshold)
+        check_options(list(options.backend), options.shots, options.top_k, options.threshold)
     with reported(flag="PATH"):
-        loaded = load_circuits(circuits, top_k)
-    run = HardwareRun(
-        backend, shots, seed, threshold, out, offline, dry_run, say=lambda m: err.print(m, markup=False, soft_wrap=True)
-    )
+        loaded = load_circuits(circuits, options.top_k)
+    run = pipeline(options, say=lambda m: err.print(m, markup=False, soft_wrap=True))
+    dry_run, out, threshold = options.dry_run, Path(options.out), options.threshold
     with reported():
         rows = run.run(loaded)
     table = _table(

@@ -464,3 +464,35 @@ def test_progress_logs_a_line_per_step_without_a_terminal(caplog):
     lines = [r.getMessage() for r in caplog.records]
     assert lines[:4] == ["scoring: 0/3", "scoring: 1/3", "scoring: 2/3", "scoring: 3/3"]
     assert lines[-1].startswith("scoring: done (3 in")
+
+
+def test_options_are_declared_once_for_typer_and_argparse(capsys):
+    """The hardware pipeline's and the training run's options live on dataclasses; the typer
+    command and the paper's argparse entry point both derive every flag (and its help) from them."""
+    import dataclasses
+
+    from rubriq.hardware import submit_ibm_ionq
+    from rubriq.hardware.options import HardwareOptions
+    from rubriq.training import train_rubriq
+    from rubriq.training.launch import LaunchSettings, RunOptions
+
+    def argparse_help(entry) -> str:
+        with pytest.raises(SystemExit):
+            entry(["-h"])
+        return capsys.readouterr().out
+
+    for options, typer_argv, entry in (
+        (HardwareOptions, ["hardware", "run", "-h"], submit_ibm_ionq.main),
+        (RunOptions, ["train", "run", "-h"], train_rubriq.main),
+    ):
+        code, typer_help, _ = run(typer_argv, capsys)
+        assert code == 0
+        parsed_help = argparse_help(entry)
+        for f in dataclasses.fields(options):
+            flag = "--" + f.name.replace("_", "-")
+            assert flag in typer_help and flag in parsed_help, (options.__name__, flag)
+            first_words = " ".join(f.metadata["help"].split()[:3])
+            assert first_words in " ".join(typer_help.split()), (flag, first_words)
+    code, launch_help, _ = run(["train", "run", "-h"], capsys)
+    for f in dataclasses.fields(LaunchSettings):
+        assert "--" + f.name.replace("_", "-") in launch_help

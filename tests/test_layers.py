@@ -18,7 +18,15 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rubriq"
 
 LAYERS = [
-    {"circuit", "config", "budget", "progress", "cache", "tables"},  # the core: gates, facts, backends; utilities
+    {
+        "circuit",
+        "config",
+        "budget",
+        "progress",
+        "cache",
+        "tables",
+        "options",
+    },  # the core: gates, facts, backends; utilities
     {"extract", "sim", "targets", "rubric"},  # text -> circuit, fidelity, targets, dimensions
     {"evaluator"},  # the public scoring API
     {"data", "baselines"},  # datasets, compiler baselines

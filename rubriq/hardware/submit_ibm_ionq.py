@@ -37,9 +37,8 @@ from qiskit import QuantumCircuit, qasm2
 from rubriq.circuit.backends import CATALOG, get_backend
 from rubriq.extract.files import InputError, read_text_file
 from rubriq.hardware.jobs import JobStore, contains_secret, job_key, redact, write_text
-
-DEFAULT_SHOTS = 4096
-KL_THRESHOLD = 0.05
+from rubriq.hardware.options import DEFAULT_OUT, DEFAULT_SHOTS, KL_THRESHOLD, HardwareOptions
+from rubriq.options import add_arguments, from_namespace
 
 
 # -- input ---------------------------------------------------------------------------------
@@ -164,7 +163,7 @@ class HardwareRun:
     shots: int = DEFAULT_SHOTS
     seed: int = 42
     threshold: float = KL_THRESHOLD
-    out: Path = Path("runs/hardware")
+    out: Path = Path(DEFAULT_OUT)
     offline: bool = False
     dry_run: bool = False
     say: Callable[[str], None] = print
@@ -371,7 +370,18 @@ def run_pipeline(circuits: dict[str, QuantumCircuit], run: HardwareRun) -> tuple
     return rows, paths
 
 
-DEFAULT_OUT = Path("runs/hardware")
+def pipeline(options: HardwareOptions, say: Callable[[str], None]) -> HardwareRun:
+    """The :class:`HardwareRun` that ``options`` describe."""
+    return HardwareRun(
+        list(options.backend),
+        options.shots,
+        options.seed,
+        options.threshold,
+        Path(options.out),
+        options.offline,
+        options.dry_run,
+        say,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -380,28 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--circuits", nargs="+", required=True, metavar="PATH", help=".qasm / .py files, folders, or evaluation JSONL"
     )
-    parser.add_argument(
-        "--backend", action="append", metavar="NAME", help=f"repeatable (default ibm_eagle): {', '.join(CATALOG)}"
-    )
-    parser.add_argument("--shots", type=int, default=DEFAULT_SHOTS, metavar="N")
-    parser.add_argument("--top-k", type=int, default=5, metavar="K", help="circuits taken from an evaluation JSONL")
-    parser.add_argument("--threshold", type=float, default=KL_THRESHOLD, metavar="NATS", help="KL flag threshold")
-    parser.add_argument("--seed", type=int, default=42, metavar="N")
-    parser.add_argument("--out", default=str(DEFAULT_OUT), metavar="DIR")
-    parser.add_argument("--offline", action="store_true", help="emulate even when a token is set")
-    parser.add_argument("--dry-run", action="store_true", help="transpile and print what would be sent")
+    add_arguments(parser, HardwareOptions)
     args = parser.parse_args(argv)
+    options = from_namespace(HardwareOptions, args)
     say = lambda msg: print(redact(msg))  # noqa: E731
     try:
-        backends = args.backend or ["ibm_eagle"]
-        check_options(backends, args.shots, args.top_k, args.threshold)
-        circuits = load_circuits(args.circuits, args.top_k)
-        run_pipeline(
-            circuits,
-            HardwareRun(
-                backends, args.shots, args.seed, args.threshold, Path(args.out), args.offline, args.dry_run, say
-            ),
-        )
+        check_options(list(options.backend), options.shots, options.top_k, options.threshold)
+        circuits = load_circuits(args.circuits, options.top_k)
+        run_pipeline(circuits, pipeline(options, say))
     except (FileNotFoundError, ValueError, RuntimeError) as exc:
         print(redact(f"error: {exc}"), file=sys.stderr)
         return 2

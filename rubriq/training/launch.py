@@ -21,6 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from rubriq.options import option
+
 SCRIPT = Path(__file__).resolve().with_name("train_rubriq.py")
 
 
@@ -28,18 +30,25 @@ SCRIPT = Path(__file__).resolve().with_name("train_rubriq.py")
 class LaunchSettings:
     """How the training entry point is started: one process, or accelerate over processes and machines."""
 
-    launcher: str = "python"
-    """python (one process, the CPU path) or accelerate."""
-    num_processes: int = 1
-    """Processes in total (GPUs over all machines)."""
-    num_machines: int = 1
-    machine_rank: int = 0
-    main_process_ip: str | None = None
-    main_process_port: int = 29500
-    accelerate_config: str | None = None
-    """An accelerate config file, e.g. configs/accelerate/deepspeed_zero2.yaml."""
-    cpu: bool = False
-    """Run the processes on CPUs (gloo), one machine: tests and debugging."""
+    launcher: str = option("python", "python (one process, the CPU path) or accelerate.", metavar="NAME")
+    num_processes: int = option(1, "Processes over all machines (GPUs).", metavar="N")
+    num_machines: int = option(1, "Machines (multi-node needs --main-process-ip).", metavar="N")
+    machine_rank: int = option(0, "Rank of this machine.", metavar="N")
+    main_process_ip: str | None = option(None, "Rank-0 host for multi-node runs.", metavar="HOST")
+    main_process_port: int = option(29500, "Rendezvous port of rank 0.", metavar="PORT")
+    accelerate_config: str | None = option(
+        None, "An accelerate config file, e.g. configs/accelerate/deepspeed_zero2.yaml.", metavar="YAML"
+    )
+    cpu: bool = option(False, "Run the accelerate processes on CPUs (gloo), one machine: tests and debugging.")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What one training run does beyond its YAML, declared once: ``rubriq train run`` and the
+    paper's ``train_rubriq.py`` (which also takes ``--max_steps``) derive their flags from it."""
+
+    resume: bool = option(False, "Continue from the last checkpoint in output_dir.")
+    max_steps: int | None = option(None, "Override the RL max_steps (>= 1).", metavar="N")
 
 
 def launch_command(

@@ -356,23 +356,24 @@ def write_reward_stats(output_dir: Path, rewards) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """The paper's entry point: parse arguments, read the YAML, train; return the exit code."""
+    from rubriq.options import add_arguments, from_namespace
+    from rubriq.training.launch import RunOptions
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     # the paper's spelling (--max_steps) and the usual CLI one (--max-steps) both work
     parser.add_argument(
         "--rubriq_config", "--rubriq-config", required=True, metavar="YAML", help="training YAML (see configs/)"
     )
-    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in output_dir")
-    parser.add_argument(
-        "--max_steps", "--max-steps", type=int, default=None, metavar="N", help="override the RL max_steps (>= 1)"
-    )
+    add_arguments(parser, RunOptions, underscore_aliases=True)  # --resume, --max-steps / --max_steps
     parser.add_argument("--output_dir", "--output-dir", default=None, metavar="DIR", help="override output_dir")
     parser.add_argument(
         "--print_config", "--print-config", action="store_true", help="print the resolved settings and exit"
     )
     args = parser.parse_args(argv)
+    run = from_namespace(RunOptions, args)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    if args.max_steps is not None and args.max_steps < 1:
-        parser.error(f"--max_steps must be >= 1, got {args.max_steps}")
+    if run.max_steps is not None and run.max_steps < 1:
+        parser.error(f"--max_steps must be >= 1, got {run.max_steps}")
     from rubriq.config import ConfigError
     from rubriq.training.config import TrainSettings
 
@@ -386,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_config:
         print(json.dumps(settings.to_dict(), indent=2, default=str))
         return 0
-    train(settings, args.max_steps, args.resume)
+    train(settings, run.max_steps, run.resume)
     return 0
 
 

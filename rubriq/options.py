@@ -1,0 +1,121 @@
+"""Command-line options declared once, on a dataclass, for typer and argparse alike.
+
+TRL declares ``GRPOConfig`` once and ``TrlParser`` derives the command line from it; RubriQ's
+command-line settings do the same: a dataclass whose fields carry their flag, metavar and help
+(:func:`option`), read by :func:`typer_options` (the ``rubriq`` commands) and
+:func:`add_arguments` / :func:`from_namespace` (the paper's argparse entry points), so a flag,
+its default and its help exist in one place.  Written by hand because typer has no dataclass
+support and ``TrlParser`` builds argparse only.
+
+>>> import argparse, dataclasses
+>>> @dataclasses.dataclass(frozen=True)
+... class Demo:
+...     shots: int = option(4096, "Shots per circuit.", metavar="N")
+>>> parser = argparse.ArgumentParser()
+>>> add_arguments(parser, Demo)
+>>> from_namespace(Demo, parser.parse_args(["--shots", "8"]))
+Demo(shots=8)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def option(
+    default: Any, help: str, *, metavar: str | None = None, flag: str | None = None, repeatable: bool = False
+) -> Any:
+    """A dataclass field that is also a command-line option: ``--field-name`` unless ``flag``
+    says otherwise; ``repeatable``: a list option given once per value."""
+    kwargs: dict[str, Any] = {"metadata": {"help": help, "metavar": metavar, "flag": flag, "repeatable": repeatable}}
+    if isinstance(default, list):
+        kwargs["default_factory"] = lambda: list(default)
+    else:
+        kwargs["default"] = default
+    return dataclasses.field(**kwargs)
+
+
+def _flag(f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def _fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
+    hints = typing.get_type_hints(cls)
+    return [(f, hints[f.name]) for f in dataclasses.fields(cls) if "help" in f.metadata]
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return ...
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls: type, underscore_aliases: bool = False) -> None:
+    """One argparse argument per option field of ``cls`` (``--field_name`` too with
+    ``underscore_aliases``: the paper's spelling)."""
+    for f, tp in _fields(cls):
+        flags = [_flag(f)]
+        if underscore_aliases and "-" in flags[0][2:]:
+            flags.append("--" + flags[0][2:].replace("-", "_"))
+        meta = f.metadata
+        if tp is bool:
+            parser.add_argument(*flags, dest=f.name, action="store_true", help=meta["help"])
+            continue
+        base = typing.get_args(tp)[0] if typing.get_origin(tp) in (list, typing.Union) else tp
+        if typing.get_origin(tp) is typing.Union or type(tp).__name__ == "UnionType":
+            base = next(a for a in typing.get_args(tp) if a is not type(None))
+        kwargs: dict[str, Any] = {"dest": f.name, "help": meta["help"], "metavar": meta["metavar"]}
+        if meta["repeatable"]:
+            kwargs.update(action="append", type=typing.get_args(tp)[0] if typing.get_args(tp) else str, default=None)
+        else:
+            kwargs.update(type=base if base in (int, float, str) else str, default=_default(f))
+        parser.add_argument(*flags, **kwargs)
+
+
+def from_namespace(cls: type[T], namespace: argparse.Namespace) -> T:
+    """``cls`` from parsed arguments (a repeatable option not given keeps its default)."""
+    values = {}
+    for f, _ in _fields(cls):
+        value = getattr(namespace, f.name)
+        values[f.name] = _default(f) if value is None and f.metadata["repeatable"] else value
+    return cls(**values)
+
+
+def typer_options(cls: type, into: str = "options") -> Callable[[Callable], Callable]:
+    """Decorate a typer command taking ``into: cls``: the command gets one typer option per
+    option field of ``cls`` (flag, metavar, help and default from the field) and is called
+    with the dataclass built from them."""
+    import typer
+
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command)
+        params = [p for name, p in signature.parameters.items() if name != into]
+        hints = typing.get_type_hints(command)
+        annotations = {k: v for k, v in hints.items() if k != into}
+        for f, tp in _fields(cls):
+            meta = f.metadata
+            default = typer.Option(_default(f), _flag(f), help=meta["help"], metavar=meta["metavar"])
+            params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=tp))
+            annotations[f.name] = tp
+        names = [f.name for f, _ in _fields(cls)]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> Any:
+            options = cls(**{k: kwargs.pop(k) for k in names})
+            return command(**kwargs, **{into: options})
+
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = annotations
+        return wrapper
+
+    return decorate
