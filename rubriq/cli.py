@@ -897,14 +897,14 @@ def evaluate(
 
 def _warn_style(model: str, dataset: Path, split: str) -> None:
     """Warn when the dataset's prompts are not in the style the policy was trained with."""
+    from rubriq.data.prompts import prompt_style_of_rows
     from rubriq.evaluation.evaluate import prompt_style_of
 
     first = (dataset / f"{split}.jsonl").read_text(encoding="utf-8").split("\n", 1)[0]
     try:
-        prompt = json.loads(first).get("prompt") or [{}]
-    except ValueError:
+        style = prompt_style_of_rows([json.loads(first)])
+    except (ValueError, AttributeError):
         return
-    style = "full" if prompt[0].get("role") == "system" else "compact"
     trained = prompt_style_of(model)
     if Path(model).is_dir() and style != trained:
         err.print(

@@ -71,12 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, underscore_aliases
         if tp is bool:
             parser.add_argument(*flags, dest=f.name, action="store_true", help=meta["help"])
             continue
-        base = typing.get_args(tp)[0] if typing.get_origin(tp) in (list, typing.Union) else tp
-        if typing.get_origin(tp) is typing.Union or type(tp).__name__ == "UnionType":
-            base = next(a for a in typing.get_args(tp) if a is not type(None))
+        # the value type: list[str] -> str, int | None -> int, int -> int
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        base = args[0] if args else tp
         kwargs: dict[str, Any] = {"dest": f.name, "help": meta["help"], "metavar": meta["metavar"]}
         if meta["repeatable"]:
-            kwargs.update(action="append", type=typing.get_args(tp)[0] if typing.get_args(tp) else str, default=None)
+            kwargs.update(action="append", type=base, default=None)
         else:
             kwargs.update(type=base if base in (int, float, str) else str, default=_default(f))
         parser.add_argument(*flags, **kwargs)

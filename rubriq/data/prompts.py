@@ -70,6 +70,16 @@ def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
     return [t for t in targets if unique[json.dumps(t.spec(), sort_keys=True)] is t]
 
 
+def prompt_style_of_rows(rows: list[dict]) -> str:
+    """``full`` when the prompts carry the paper's system message, else ``compact``.
+
+    >>> prompt_style_of_rows([{"prompt": [{"role": "user", "content": "QFT"}]}])
+    'compact'
+    """
+    first = (rows[0].get("prompt") or [{}])[0] if rows else {}
+    return "full" if first.get("role") == "system" else "compact"
+
+
 def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None, style: str = "full") -> dict:
     """One dataset row for a target in one format: prompt, spec, reference circuit, T0 and bucket."""
     reference = target.reference_circuit()

@@ -263,16 +263,6 @@ def train(settings, max_steps: int | None = None, resume: bool = False) -> Path:
     return final
 
 
-def prompt_style_of_rows(rows: list[dict]) -> str:
-    """``full`` when the prompts carry the paper's system message, else ``compact``.
-
-    >>> prompt_style_of_rows([{"prompt": [{"role": "user", "content": "QFT"}]}])
-    'compact'
-    """
-    first = (rows[0].get("prompt") or [{}])[0] if rows else {}
-    return "full" if first.get("role") == "system" else "compact"
-
-
 def save_final(trainer, settings, folder: Path) -> Path:
     """Save the trained policy to ``folder`` so that the folder can be moved and says what it is:
 
@@ -284,6 +274,7 @@ def save_final(trainer, settings, folder: Path) -> Path:
     - ``README.md``: a model card naming the base model (PEFT's card would say ``None``)."""
     import os
 
+    from rubriq.data.prompts import prompt_style_of_rows
     from rubriq.training.models import EMBEDDED, EMBEDDED_HUB_ID, POLICY_INFO
 
     folder = Path(folder)
@@ -309,7 +300,7 @@ def save_final(trainer, settings, folder: Path) -> Path:
         else name
     )
     info = {
-        "prompt_style": prompt_style_of_rows(rows),
+        "prompt_style": prompt_style_of_rows(rows),  # rubriq.data.prompts
         "formats": sorted({r.get("format", "qasm2") for r in rows}),
         "base_model": base_model,
         "tiny": settings.model.tiny,
