@@ -143,10 +143,12 @@ def quiet_libraries(verbose: bool) -> None:
         return
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # read when transformers is imported
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # "Saving the dataset" bars
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' "Loading weights" bars
     if "datasets" in sys.modules:  # already imported (an embedding program, the tests): tell it directly
         sys.modules["datasets"].disable_progress_bars()
     if "transformers" in sys.modules:
         sys.modules["transformers"].logging.set_verbosity_error()
+        sys.modules["transformers"].logging.disable_progress_bar()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)

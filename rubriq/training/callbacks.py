@@ -74,29 +74,29 @@ def step_line(step: int, max_steps: int, logs: dict) -> str:
 
 def quiet_progress(trainer) -> None:
     """Replace transformers' ProgressCallback, which prints every logged dict (1,000+
-    characters a step) on the console, by one that keeps its bar on a terminal and writes
-    one short line per logged step through ``logging`` (the full dict is in metrics.jsonl,
-    and at DEBUG level: ``rubriq --verbose``)."""
-    from transformers.trainer_callback import ProgressCallback
+    characters a step) on the console: on a terminal its bar stays and shows the step's short
+    line; elsewhere (a log file, CI, Slurm) there is no redrawn bar, one ``logging`` line per
+    logged step instead.  The full dict is in metrics.jsonl (and at DEBUG: ``rubriq --verbose``)."""
+    from transformers import TrainerCallback
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
-    class StepLines(ProgressCallback):
+    class BarWithLine(ProgressCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
-            if not state.is_world_process_zero or not logs:
-                return
-            log.debug("%s", logs)
-            line = step_line(state.global_step, state.max_steps, logs)
-            if self.training_bar is not None and sys.stderr.isatty():
-                self.training_bar.set_postfix_str(line.split(": ", 1)[-1], refresh=True)
-            else:
-                log.info("%s", line)
+            if state.is_world_process_zero and logs:
+                log.debug("%s", logs)
+                if self.training_bar is not None:
+                    self.training_bar.set_postfix_str(step_line(state.global_step, state.max_steps, logs), refresh=True)
 
-    if trainer.pop_callback(ProgressCallback) is not None:
-        trainer.add_callback(StepLines())
-    else:  # no bar (disable_tqdm): PrinterCallback prints the dicts; lines instead
-        from transformers.trainer_callback import PrinterCallback
+    class StepLines(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and logs:
+                log.debug("%s", logs)
+                log.info("%s", step_line(state.global_step, state.max_steps, logs))
 
-        if trainer.pop_callback(PrinterCallback) is not None:
-            trainer.add_callback(StepLines())
+    had_bar = trainer.pop_callback(ProgressCallback) is not None
+    had_printer = trainer.pop_callback(PrinterCallback) is not None
+    if had_bar or had_printer:
+        trainer.add_callback(BarWithLine() if had_bar and sys.stderr.isatty() else StepLines())
 
 
 def trainer_callbacks(output_dir: Path, early_stopping: EarlyStoppingSettings, phase: str = "grpo") -> list:
