@@ -62,14 +62,17 @@ STEP_KEYS = (
 )
 
 
-def step_line(step: int, max_steps: int, logs: dict) -> str:
-    """One short line for a logged step (the full dict goes to metrics.jsonl).
+def step_line(step: int, max_steps: int, logs: dict) -> str | None:
+    """One short line for a logged step (the full dict goes to metrics.jsonl); None for a log
+    without step metrics (the trainer's closing summary).
 
     >>> step_line(3, 12, {"reward": 0.4123, "loss": 0.01, "completions/mean_length": 50})
     'step 3/12: reward 0.412, loss 0.010'
+    >>> step_line(12, 12, {"train_runtime": 31.0}) is None
+    True
     """
     parts = [f"{label} {logs[key]:.3f}" for key, label in STEP_KEYS if isinstance(logs.get(key), (int, float))]
-    return f"step {step}/{max_steps}: " + ", ".join(parts)
+    return f"step {step}/{max_steps}: " + ", ".join(parts) if parts else None
 
 
 def quiet_progress(trainer) -> None:
@@ -84,14 +87,17 @@ def quiet_progress(trainer) -> None:
         def on_log(self, args, state, control, logs=None, **kwargs):
             if state.is_world_process_zero and logs:
                 log.debug("%s", logs)
-                if self.training_bar is not None:
-                    self.training_bar.set_postfix_str(step_line(state.global_step, state.max_steps, logs), refresh=True)
+                line = step_line(state.global_step, state.max_steps, logs)
+                if self.training_bar is not None and line:
+                    self.training_bar.set_postfix_str(line.split(": ", 1)[1], refresh=True)
 
     class StepLines(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
             if state.is_world_process_zero and logs:
                 log.debug("%s", logs)
-                log.info("%s", step_line(state.global_step, state.max_steps, logs))
+                line = step_line(state.global_step, state.max_steps, logs)
+                if line:
+                    log.info("%s", line)
 
     had_bar = trainer.pop_callback(ProgressCallback) is not None
     had_printer = trainer.pop_callback(PrinterCallback) is not None
