@@ -21,6 +21,7 @@ import yaml
 
 from rubriq import __version__
 from rubriq.cli import main
+from tests.tiny import CPU, TINY_LORA, tiny_build
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -28,29 +29,14 @@ QFT4 = ROOT / "rubriq" / "examples" / "qft4_textbook.qasm"
 
 TINY_QUICKSTART = {
     "model": {"name_or_path": "embedded", "tiny": True},
-    "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-    "data": {
-        "build": {
-            "qft_sizes": [2, 3],
-            "qpe_sizes": [],
-            "hamiltonian_sizes": [],
-            "encoding_sizes": [2],
-            "encoding_seeds": [0, 1],
-            "encodings": ["basis_encoding"],
-            "formats": ["qasm2"],
-            "prompt_style": "compact",
-            "held_out": {},
-            "fractions": [0.0, 0.4],
-        }
-    },
+    "lora": TINY_LORA,
+    "data": {"build": tiny_build(qft_sizes=[2, 3], fractions=[0.0, 0.4])},
     "sft": {
         "enabled": True,
         "args": {
             "max_steps": 1,
             "per_device_train_batch_size": 2,
-            "use_cpu": True,
-            "bf16": False,
-            "gradient_checkpointing": False,
+            **CPU,
         },
     },
     "evaluation": {"samples": 2, "temperature": 1.0, "max_new_tokens": 6, "batch_size": 8},
@@ -61,9 +47,7 @@ TINY_QUICKSTART = {
         "max_steps": 2,
         "logging_steps": 1,
         "save_strategy": "no",
-        "use_cpu": True,
-        "bf16": False,
-        "gradient_checkpointing": False,
+        **CPU,
     },
 }
 

@@ -5,20 +5,11 @@ import json
 import pytest
 import yaml
 
+from tests.tiny import tiny_build
+
 pytest.importorskip("trl")
 
-SMALL = {
-    "qft_sizes": [2],
-    "qpe_sizes": [],
-    "hamiltonian_sizes": [],
-    "encoding_sizes": [2],
-    "encoding_seeds": [0, 1],
-    "encodings": ["basis_encoding"],
-    "formats": ["qasm2"],
-    "prompt_style": "compact",
-    "held_out": {},
-    "fractions": [0.0, 0.5],
-}
+SMALL = tiny_build(fractions=[0.0, 0.5])
 
 
 @pytest.fixture(scope="module")

@@ -9,21 +9,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from tests.tiny import CPU, tiny_build
+
 pytest.importorskip("trl")
 
-SMALL = {
-    "qft_sizes": [2],
-    "qpe_sizes": [],
-    "hamiltonian_sizes": [],
-    "encoding_sizes": [2],
-    "encoding_seeds": [0, 1],
-    "encodings": ["basis_encoding", "angle_encoding"],
-    "formats": ["qasm2"],
-    "prompt_style": "compact",
-    "held_out": {},
-    "fractions": [0.0, 0.4],
-}
-CPU = {"use_cpu": True, "bf16": False, "gradient_checkpointing": False}
+SMALL = tiny_build(encodings=["basis_encoding", "angle_encoding"], fractions=[0.0, 0.4])
 
 
 def _configs(tmp_path, arms):

@@ -7,22 +7,12 @@ import json
 import pytest
 import yaml
 
+from tests.tiny import CPU, tiny_build
+
 pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
-SMALL = {
-    "qft_sizes": [2],
-    "qpe_sizes": [],
-    "hamiltonian_sizes": [],
-    "encoding_sizes": [2],
-    "encoding_seeds": [0, 1],
-    "encodings": ["basis_encoding"],
-    "formats": ["qasm2"],
-    "prompt_style": "compact",
-    "held_out": {},
-    "fractions": [0.0, 0.25],
-}
-CPU = {"use_cpu": True, "bf16": False, "gradient_checkpointing": False}
+SMALL = tiny_build()
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,17 @@ from qiskit import QuantumCircuit
 _MISSING = object()
 
 
+_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    """The named fields of a record class (``extra`` excluded), computed once per class."""
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls)) - {"extra"}
+    return names
+
+
 class RecordLike(Protocol):
     """What the metrics read from a record: a :class:`Record` or a plain mapping with its keys."""
 
@@ -76,7 +87,7 @@ class Record:
         missing = [k for k in ("prompt_id", "text") if k not in data]
         if missing:
             raise ValueError(f"a record needs {', '.join(missing)}")
-        names = {f.name for f in dataclasses.fields(ScoredRecord)} - {"extra"}
+        names = _field_names(ScoredRecord)
         known = {k: v for k, v in data.items() if k in names}
         extra = {k: v for k, v in data.items() if k not in names}
         if "result" in known:
@@ -92,7 +103,7 @@ class Record:
 
     def get(self, key: str, default: Any = None) -> Any:
         """A field (or an ``extra`` field) by name, like ``dict.get``."""
-        if key != "extra" and key in {f.name for f in dataclasses.fields(self)}:
+        if key in _field_names(type(self)):
             return getattr(self, key)
         return self.extra.get(key, default)
 

@@ -31,12 +31,14 @@ log = logging.getLogger(__name__)
 
 
 def spec_key(spec: str | dict) -> str:
-    """The canonical JSON of a target spec (a dataset's ``target`` column holds either form).
+    """The cache key of a target spec: a dataset's ``target`` column is already sorted JSON and
+    is used as it is (the reward path calls this for every completion of every function); a
+    dict is dumped with sorted keys.
 
     >>> spec_key({"num_qubits": 2, "algorithm": "qft"})
     '{"algorithm": "qft", "num_qubits": 2}'
     """
-    return json.dumps(json.loads(spec) if isinstance(spec, str) else spec, sort_keys=True)
+    return spec if isinstance(spec, str) else json.dumps(spec, sort_keys=True)
 
 
 class BatchScorer:
