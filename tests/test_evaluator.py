@@ -188,3 +188,37 @@ def test_empty_circuit_reward_and_fidelity_gating():
     cfg = RubricConfig.from_dict({"fidelity_gating": "multiplicative"})
     gated = RubriQEvaluator(target_algorithm="qft", num_qubits=2, config=cfg).evaluate(empty)
     assert gated.reward == pytest.approx(0.4 / 8 + (1 / 8) * 0.6)
+
+
+def test_readme_reading_a_score_table_is_what_the_rubric_computes():
+    """README 'Reading a score': every number of its table, recomputed (rerun: this test)."""
+    import re
+
+    from rubriq.config import RubricConfig
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Reading a score") :]
+    rows = {
+        m.group(1): m.groups()[1:]
+        for m in re.finditer(r"^\| ([^|]+?) \| ([\d.-]+) \| ([\d.]+) \| ([\d.]+) \|$", section, re.M)
+    }
+    header = 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[4];\n'
+    texts = {
+        "textbook QFT-4 (correct)": (
+            Path(__file__).resolve().parents[1] / "rubriq/examples/qft4_textbook.qasm"
+        ).read_text(),
+        "empty 4-qubit circuit": header,
+        "H on every qubit (wrong)": header + "".join(f"h q[{k}];\n" for k in range(4)),
+        "unparseable text": "I cannot do that.",
+    }
+    assert set(rows) == set(texts)
+    paper = RubriQEvaluator(target_algorithm="qft", num_qubits=4)
+    gated = RubriQEvaluator(
+        target_algorithm="qft", num_qubits=4, config=RubricConfig.from_dict({"fidelity_gating": "multiplicative"})
+    )
+    for name, (f_avg, reward, gated_reward) in rows.items():
+        a, b = paper.evaluate(texts[name]), gated.evaluate(texts[name])
+        assert (f_avg == "-") == (a.average_fidelity is None), name
+        if a.average_fidelity is not None:
+            assert round(a.average_fidelity, 3) == float(f_avg), name
+        assert round(a.reward, 3) == float(reward) and round(b.reward, 3) == float(gated_reward), name
