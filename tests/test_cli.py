@@ -114,7 +114,7 @@ WALK = {
         ["rewrite-tcount"],
     ),
     "rubriq baselines --suite tcount --suite-dir ../shared/benchmarks/tcount_suite/qasm --published "
-    "../shared/benchmarks/published_tcounts.csv --out results/baselines/tcount --route-timeout 120 --workers 2": (
+    "../shared/benchmarks/published_tcounts.csv --out results/baselines/tcount": (
         ["--limit", "2", "--max-t0", "30", "--methods", "qiskit,pyzx", "--workers", "1"],
         0,
         ["wrote"],

@@ -50,3 +50,23 @@ def test_readme_sandbox_table_quotes_the_measured_run():
         assert re.search(rf"\| {n} \| {p50} ms \|", readme) or re.search(
             rf"\| {n} \| {float(p50):.0f} ms \|", readme
         ), (what, n, p50)
+
+
+def test_readme_tcount_tables_are_the_committed_run():
+    """The README's T-count tables are recomputed from results/baselines/tcount: the per-circuit
+    comparison with every published column, and the per-method summary rows; and the count of
+    circuits whose PyZX T equals the published PyZX column is the one the README states."""
+    import csv
+
+    from rubriq.baselines.runner import comparison_markdown
+
+    results = ROOT / "results" / "baselines" / "tcount"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = comparison_markdown(results / "baselines.csv")
+    assert len(table) == 2 + 35
+    assert "\n".join(table) in readme
+    summary = [line for line in (results / "baselines.md").read_text().splitlines() if "| all |" in line]
+    assert len(summary) == 4 and all(line in readme for line in summary)
+    rows = list(csv.DictReader(open(results / "baselines.csv", encoding="utf-8")))
+    same = sum(r["T_pyzx"] == r["published_PyZX"] and r["verified_pyzx"] in ("exact", "qcec") for r in rows)
+    assert f"published PyZX count on {same} of {len(rows)}" in readme

@@ -329,3 +329,26 @@ def load_published(path: Path | str) -> tuple[dict[str, dict], tuple[str, ...]]:
             raise ValueError(f"--published: {path} has no 'circuit' column (columns: {reader.fieldnames})")
         rows = {r["circuit"]: r for r in reader}
     return rows, tuple(c for c in PUBLISHED_COLUMNS if c in next(iter(rows.values()), {}))
+
+
+def comparison_markdown(csv_path: Path | str) -> list[str]:
+    """A compact table of a ``baselines.csv``: per circuit, T0, every published column present and
+    each method's T (``!`` when not verified, ``-`` when none), the gadgetized columns marked ``*``
+    (extra ancillas, a different problem).  The README's T-count table is this table of the
+    committed results (tests/test_docs.py recomputes it)."""
+    with open(csv_path, encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        fields = reader.fieldnames or []
+        lines = list(reader)
+    published = [f.removeprefix("published_") for f in fields if f.startswith("published_")]
+    methods = [f.removeprefix("verified_") for f in fields if f.startswith("verified_")]
+    head = ["circuit", "T0"] + [f"{p}{'*' if 'gadgetized' in p else ''}" for p in published]
+    head += [f"**{m}**" for m in methods]
+    table = []
+    for line in lines:
+        cells = [line["circuit"], line["T0"]] + [line[f"published_{p}"] or "-" for p in published]
+        for m in methods:
+            t = line[f"T_{m}"]
+            cells.append("-" if not t else t + ("" if line[f"verified_{m}"] in VERIFIED else "!"))
+        table.append(cells)
+    return markdown_table(head, table)
