@@ -240,6 +240,27 @@ def test_quizx_and_python_pyzx_agree_with_an_independent_reference(monkeypatch):
     assert counts["quizx", "shared"] == counts["python", "shared"] == 8
 
 
+def test_a_quizx_panic_is_a_failed_route_not_a_crash(monkeypatch):
+    """pyo3 raises a Rust panic as PanicException, a BaseException the runner's `except Exception`
+    would not catch: the route turns it into an error, so the cell is `failed` and the run goes on."""
+    import types
+
+    from rubriq.baselines import compilers, runner
+
+    PanicException = type("PanicException", (BaseException,), {})
+
+    def panic(g):
+        raise PanicException("index out of bounds")
+
+    fake = types.SimpleNamespace(qasm=lambda text: object(), full_simp=panic, extract_circuit=None)
+    monkeypatch.setattr(compilers, "_quizx", lambda: fake)
+    monkeypatch.setitem(runner.METHODS, "pyzx", (compilers.pyzx_full_reduce,))
+    circuit = QuantumCircuit(3)
+    circuit.ccx(0, 1, 2)
+    result = run_method(SuiteCircuit("t", "toffoli", circuit, count_t(circuit)), "pyzx")
+    assert result.verdict == "failed" and "quizx panicked: index out of bounds" in result.detail
+
+
 def test_quizx_reaches_published_pyzx_counts(suite, published):
     """QuiZX's rewriting, PyZX's basic optimization, verified: the published PyZX counts."""
     from rubriq.baselines.compilers import pyzx_full_reduce

@@ -115,8 +115,9 @@ def pyzx_full_reduce(circuit: QuantumCircuit) -> QuantumCircuit:
     """PyZX's ``full_reduce`` + ``extract_circuit`` + ``basic_optimization``.
 
     The graph rewriting runs in QuiZX (github.com/zxcalc/quizx, the Rust port of PyZX's
-    simplifier by PyZX's authors) when it is installed: PyZX 0.10's Python rewriting rescans
-    every edge after each round, so hwb8 runs > 500 s and gf2^16_mult 168 s, where QuiZX takes
+    simplifier by PyZX's authors; its ``full_simp`` ports ``full_reduce``) when it is installed:
+    PyZX 0.10's Python rewriting rescans every edge after each round, so its ``teleport_reduce``
+    (which runs ``full_reduce``) takes > 500 s on hwb8 and 168 s on gf2^16_mult, where QuiZX takes
     4 s and 0.6 s and reaches the same published counts (3517, 1040).  Without QuiZX the same
     rules run in PyZX itself (logged once).  Either way PyZX parses the input and does the basic
     optimization, and the output is verified like every other route."""
@@ -128,9 +129,16 @@ def pyzx_full_reduce(circuit: QuantumCircuit) -> QuantumCircuit:
         # QuiZX's own reader of PyZX's basic-gate QASM: its graph extracts to fewer gates than
         # PyZX's `to_graph(backend="quizx-vec")` (gf2^16_mult: 18,694 vs 19,378), which qcec
         # verifies 4x faster (26 s vs 112 s)
-        g = quizx.qasm(basic.to_qasm())
-        quizx.full_simp(g)
-        extracted = quizx.extract_circuit(g)
+        try:
+            g = quizx.qasm(basic.to_qasm())
+            quizx.full_simp(g)
+            extracted = quizx.extract_circuit(g)
+        except Exception:
+            raise
+        except BaseException as exc:  # a Rust panic arrives as pyo3's PanicException, a BaseException
+            if type(exc).__name__ != "PanicException":
+                raise  # a route time limit, Ctrl-C
+            raise RuntimeError(f"quizx panicked: {exc}") from exc
     else:
         _warn_no_quizx()
         g = basic.to_graph()
