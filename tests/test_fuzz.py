@@ -1,7 +1,7 @@
 """Property tests: on generated and mutated completions the evaluator never raises and
-always returns within its budget.  Longer runs: python fuzz/fuzz_evaluator.py."""
-
-import time
+returns a well-formed result (the budget itself is tested deterministically, with completions
+that would run forever: tests/test_extraction.py, tests/test_rewrite.py, tests/test_hostile.py).
+Longer runs: python fuzz/fuzz_evaluator.py."""
 
 from hypothesis import HealthCheck, given, settings
 
@@ -11,13 +11,10 @@ from tests.fuzz_strategies import completions, mutated, qasm_programs
 
 CFG = RubricConfig(extraction=ExtractionConfig(python_timeout_s=3.0), budget=BudgetConfig(time_s=10.0))
 EVALUATOR = RubriQEvaluator(target_algorithm="qft", num_qubits=3, config=CFG)
-LIMIT_S = 10.0 + 5.0
 
 
 def _check(text: str) -> None:
-    start = time.monotonic()
     result = EVALUATOR.evaluate(text)
-    assert time.monotonic() - start < LIMIT_S
     assert 0.0 <= result.reward <= 1.0
     assert (result.error is None) == (result.error_type is None)
     if result.error_type is not None:

@@ -1,9 +1,13 @@
-"""The rewrite task at real sizes: every T-count suite circuit, certified, within the budget."""
+"""The rewrite task at real sizes: every T-count suite circuit, certified, within the budget.
+
+No test here depends on the machine's speed: certification gets a generous budget where the
+test is about verdicts, and the budget tests use work that would run for minutes (or forever),
+so that a budget that holds and one that does not differ by outcome, not by a few seconds."""
 
 from __future__ import annotations
 
 import random
-import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,12 +17,13 @@ from qiskit.quantum_info import Operator
 from rubriq.config import BudgetConfig, FidelityConfig, RubricConfig
 from rubriq.data.suites import CLIFFORD_T_BASIS, flip_one_t, load_tcount_suite
 from rubriq.evaluator import RubriQEvaluator
+from rubriq.sim import CHEAP_EXACT_WORK
 from rubriq.sim import certify as certify_module
 from rubriq.targets import make_target
 from rubriq.targets.circuit import CircuitTarget
 
-BUDGET_S = 30.0
-SLACK_S = 2.0  # "returns within its budget plus a small margin" (loosely: a bound, not a speed goal)
+GENEROUS = RubricConfig(budget=BudgetConfig(time_s=600.0))
+"""Verdict tests: a budget no machine reaches (speed is bench_rewrite.py's business)."""
 
 
 @pytest.fixture(scope="module")
@@ -28,22 +33,18 @@ def suite(benchmarks_dir):
     return circuits
 
 
-def _timed(evaluator, text):
-    start = time.monotonic()
-    result = evaluator.evaluate(text)
-    return result, time.monotonic() - start
-
-
 def test_every_suite_circuit_is_a_certified_rewrite_of_itself_and_a_flipped_t_is_not(suite, benchmarks_dir):
-    worst = 0.0
     for c in suite:
         text = (benchmarks_dir / "tcount_suite" / "qasm" / f"{c.name}.qasm").read_text()
-        evaluator = RubriQEvaluator(target_algorithm="circuit", target_qasm=text)
-        same, s1 = _timed(evaluator, text)
+        evaluator = RubriQEvaluator(target_algorithm="circuit", target_qasm=text, config=GENEROUS)
+        same = evaluator.evaluate(text)
         assert same.error_type is None, (c.name, same.error)
         assert same.process_fidelity == 1.0 and same.fidelity_verdict == "equivalent", c.name
-        assert same.fidelity_method == "qcec" and same.t_count == c.t0 == evaluator.target.t0
-        wrong, s2 = _timed(evaluator, qasm2.dumps(flip_one_t(c.circuit)))
+        # decided by cost: exact simulation where it is cheap (small circuits), qcec elsewhere
+        cheap = c.num_qubits <= 10 and len(evaluator.target.ops) * 4**c.num_qubits <= CHEAP_EXACT_WORK
+        assert same.fidelity_method == ("exact" if cheap else "qcec"), (c.name, same.fidelity_method)
+        assert same.t_count == c.t0 == evaluator.target.t0
+        wrong = evaluator.evaluate(qasm2.dumps(flip_one_t(c.circuit)))
         assert wrong.error_type is None, (c.name, wrong.error)
         assert wrong.fidelity_verdict == "not_equivalent", c.name
         assert wrong.average_fidelity < 0.99, c.name
@@ -52,9 +53,6 @@ def test_every_suite_circuit_is_a_certified_rewrite_of_itself_and_a_flipped_t_is
             assert wrong.process_fidelity == pytest.approx(0.5, abs=0.02), c.name
         else:  # wider than the sampled estimator or slower than estimate_time_s: documented F = 0
             assert wrong.process_fidelity == 0.0 and "F set to 0" in wrong.fidelity_note
-        worst = max(worst, s1, s2)
-        assert s1 <= BUDGET_S + SLACK_S and s2 <= BUDGET_S + SLACK_S, (c.name, s1, s2)
-    assert worst > 0
 
 
 def test_a_restructured_rewrite_is_certified_and_agrees_with_qiskit_operator(suite):
@@ -93,7 +91,11 @@ def test_circuit_target_is_prepared_by_our_engine_not_qiskit_operator(monkeypatc
 
 
 def test_counterexample_by_simulation_when_qcec_cannot_decide(monkeypatch):
-    """qcec undecided (forced): the simulated overlap below 1 is itself a proof of inequivalence."""
+    """qcec undecided (forced): the simulated overlap below 1 is itself a proof of inequivalence.
+    (The qcec-first path: exact-first is switched off for this small circuit.)"""
+    import rubriq.sim
+
+    monkeypatch.setattr(rubriq.sim, "CHEAP_EXACT_WORK", 0)
     seen = []
 
     def undecided(a, b, timeout_s=60.0):
@@ -126,7 +128,14 @@ def test_without_qcec_rewrites_are_simulated(monkeypatch):
     qc = QuantumCircuit(2)
     qc.h(0)
     qc.cx(0, 1)
-    result = RubriQEvaluator(target_algorithm="circuit", target_qasm=qasm2.dumps(qc)).evaluate(qasm2.dumps(qc))
+    evaluator = RubriQEvaluator(target_algorithm="circuit", target_qasm=qasm2.dumps(qc))
+    result = evaluator.evaluate(qasm2.dumps(qc))  # cheap: decided by exact simulation, qcec not needed
+    assert result.fidelity_method == "exact" and result.fidelity_verdict == "equivalent"
+    assert result.process_fidelity == 1.0
+    import rubriq.sim
+
+    monkeypatch.setattr(rubriq.sim, "CHEAP_EXACT_WORK", 0)  # where qcec would go first: simulated, no verdict
+    result = evaluator.evaluate(qasm2.dumps(qc) + "\nid q[0];")
     assert result.fidelity_method == "exact" and result.fidelity_verdict is None
     assert result.process_fidelity == pytest.approx(1.0)
     cfg = RubricConfig(fidelity=FidelityConfig(backend="qcec"))
@@ -153,27 +162,45 @@ def _random_candidate(n: int, gates: int, seed: int = 0, toffoli: bool = True) -
     return qasm2.dumps(qc)
 
 
-def test_budget_holds_when_qcec_would_run_far_past_it(suite):
-    """48 qubits, a 2000-gate random candidate: qcec alone ran 17.7 s past a 5 s timeout."""
+STUCK_WORKER = (str(Path(__file__).with_name("stuck_qcec_worker.py")),)
+
+
+def _stuck_workers() -> list:
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True) if "stuck_qcec_worker" in " ".join(p.cmdline())]
+
+
+def test_budget_holds_when_qcec_would_never_finish(suite, monkeypatch):
+    """The qcec worker is replaced by one that never answers (it sleeps 10 minutes): the budget,
+    not the worker, ends the evaluation (a budget that did not hold would hang the test), the
+    stuck worker is killed, and the next candidate is certified by a fresh one."""
     target = next(c for c in suite if c.name == "gf2^16_mult")
     cfg = RubricConfig(budget=BudgetConfig(time_s=3.0))
     evaluator = RubriQEvaluator(target_algorithm="circuit", target_qasm=target.qasm(), config=cfg)
-    result, seconds = _timed(evaluator, _random_candidate(48, 2000))
+    monkeypatch.setattr(certify_module, "WORKER_COMMAND", STUCK_WORKER)
+    certify_module._WORKER.stop()
+    starts = certify_module._WORKER.starts
+    result = evaluator.evaluate(_random_candidate(48, 2000))
     assert result.error_type == "budget" and "certification" in result.error, result.error
     assert result.reward == 0.0
-    assert seconds <= 3.0 + SLACK_S, seconds
-    # the killed worker is replaced: the next candidate is certified as usual
-    same, _ = _timed(evaluator, target.qasm())
+    # each stuck worker was killed at its limit and a replacement started at once: one left
+    assert certify_module._WORKER.starts >= starts + 2 and len(_stuck_workers()) == 1
+    monkeypatch.undo()
+    certify_module._WORKER.stop()  # the fresh worker it started was a stuck one too
+    same = RubriQEvaluator(target_algorithm="circuit", target_qasm=target.qasm(), config=GENEROUS).evaluate(
+        target.qasm()
+    )
     assert same.fidelity_verdict == "equivalent"
 
 
 def test_budget_holds_for_a_slow_exact_simulation():
-    """A 12-qubit synthesis target with a long candidate: exact simulation is cut at the deadline."""
-    cfg = RubricConfig(budget=BudgetConfig(time_s=1.0))
+    """A 12-qubit synthesis target with a long candidate (minutes of exact simulation on any
+    machine this runs on) and a 0.2 s budget: cut at the deadline, typed ``budget``."""
+    cfg = RubricConfig(budget=BudgetConfig(time_s=0.2))
     evaluator = RubriQEvaluator(target_algorithm="qft", num_qubits=12, config=cfg)
-    result, seconds = _timed(evaluator, _random_candidate(12, 3000, seed=3, toffoli=False))
+    result = evaluator.evaluate(_random_candidate(12, 3000, seed=3, toffoli=False))
     assert result.error_type == "budget", result.error
-    assert seconds <= 1.0 + SLACK_S, seconds
 
 
 def test_rewrite_limits_grow_with_the_target(suite):
@@ -186,13 +213,21 @@ def test_rewrite_limits_grow_with_the_target(suite):
     assert default.extraction.max_qasm_bytes == 65536
 
 
-def test_the_worker_is_killed_on_overrun_and_restarted():
-    a = QuantumCircuit.from_qasm_str(_random_candidate(40, 3000, seed=1))
-    b = QuantumCircuit.from_qasm_str(_random_candidate(40, 3000, seed=2))
-    start = time.monotonic()
+def test_the_worker_is_killed_on_overrun_and_restarted(monkeypatch):
+    """A worker that never answers (sleeps 10 minutes) is killed at the timeout: the verdict is
+    ``unknown`` and the next request gets a fresh worker that answers."""
+    a = QuantumCircuit.from_qasm_str(_random_candidate(40, 300, seed=1))
+    b = QuantumCircuit.from_qasm_str(_random_candidate(40, 300, seed=2))
+    monkeypatch.setattr(certify_module, "WORKER_COMMAND", STUCK_WORKER)
+    certify_module._WORKER.stop()
+    starts = certify_module._WORKER.starts
     verdict = certify_module.certify(a, b, timeout_s=1.0)
-    assert time.monotonic() - start <= 1.0 + SLACK_S
-    assert verdict.verdict in ("unknown", "not_equivalent")
+    assert verdict.verdict == "unknown" and verdict.detail == "timeout"
+    # the stuck one was killed; its replacement is already starting
+    assert certify_module._WORKER.starts == starts + 2 and len(_stuck_workers()) == 1
+    monkeypatch.undo()
+    certify_module._WORKER.stop()
+    assert not _stuck_workers()
     small = QuantumCircuit(1)
     small.h(0)
     assert certify_module.certify(small, small.copy(), timeout_s=30.0).verdict == "equivalent"
@@ -214,3 +249,40 @@ def test_rewrite_dataset_includes_the_wide_suite_circuits_and_they_score(suite):
         target = target_from_spec(json.loads(row["target"]))
         result = RubriQEvaluator(target=target).evaluate(row["reference"])
         assert result.fidelity_verdict == "equivalent" and result.reward > 0, row["name"]
+
+
+def test_small_rewrites_are_decided_by_exact_simulation_without_qcec(monkeypatch):
+    """Decided by cost: a 3-qubit target is simulated exactly (no qcec round trip); the verdicts
+    and the distance agree with Qiskit's Operator; only a candidate inside the numerical sliver
+    between EXACT_EQUIVALENCE_TOL and DISPROOF_TOL is sent on to qcec."""
+    from qiskit.quantum_info import process_fidelity
+
+    import rubriq.sim
+
+    asked = []
+
+    def recording(a, b, timeout_s=60.0):
+        asked.append(timeout_s)
+        return certify_module.Verdict("unknown", "no_information", 0.0)
+
+    monkeypatch.setattr(certify_module, "certify", recording)
+    qc = QuantumCircuit(3)
+    qc.h(0)
+    qc.ccx(0, 1, 2)
+    qc.cp(np.pi / 2, 1, 2)
+    evaluator = RubriQEvaluator(target_algorithm="circuit", target_qasm=qasm2.dumps(qc))
+    rewrite = transpile(qc, basis_gates=CLIFFORD_T_BASIS, optimization_level=2, seed_transpiler=3)
+    same = evaluator.evaluate(qasm2.dumps(rewrite))
+    assert (same.fidelity_method, same.fidelity_verdict, same.process_fidelity) == ("exact", "equivalent", 1.0)
+    wrong_qc = flip_one_t(transpile(qc, basis_gates=CLIFFORD_T_BASIS, optimization_level=0))
+    wrong = evaluator.evaluate(qasm2.dumps(wrong_qc))
+    assert (wrong.fidelity_method, wrong.fidelity_verdict) == ("exact", "not_equivalent")
+    assert wrong.process_fidelity == pytest.approx(process_fidelity(Operator(wrong_qc), Operator(qc)), abs=1e-12)
+    assert not asked
+    # rz(2e-5): 1 - F = sin^2(1e-5) = 1e-10, between 1e-12 and 1e-9: exact cannot tell noise from a
+    # difference, so qcec is asked
+    sliver = qc.copy()
+    sliver.rz(2e-5, 0)
+    assert 1e-12 < 1 - process_fidelity(Operator(sliver), Operator(qc)) < rubriq.sim.DISPROOF_TOL
+    evaluator.evaluate(qasm2.dumps(sliver))
+    assert asked

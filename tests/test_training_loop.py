@@ -212,7 +212,9 @@ def test_sparse_ppo_trains_checkpoints_and_resumes(tokenizer, tmp_path):
 def test_grpo_step_time_breakdown_puts_each_delay_in_its_own_part(tokenizer, tmp_path, monkeypatch):
     """A known delay in generation and another in scoring must land in timing/generation_s and
     timing/reward_s (each measured where it happens), not in the update part; and the logs reach
-    metrics.jsonl and TensorBoard."""
+    metrics.jsonl and TensorBoard.  The clock (time.perf_counter, which RubriQ's timers and TRL's
+    step_time read) is a fake one that moves only by the injected delays, so the breakdown is
+    exact on any machine: 6 s of generation, 4 s of scoring, no update time."""
     import time
 
     import trl
@@ -221,16 +223,20 @@ def test_grpo_step_time_breakdown_puts_each_delay_in_its_own_part(tokenizer, tmp
     from rubriq.training.train_rubriq import main
 
     generate, score = trl.GRPOTrainer._generate, BatchScorer._score
+    clock = [1000.0]
 
     def slow_generate(self, prompts):
-        time.sleep(0.6)
-        return generate(self, prompts)
+        out = generate(self, prompts)
+        clock[0] += 6.0
+        return out
 
     def slow_score(self, todo):
+        out = score(self, todo)
         if todo:  # once per batch: the first reward function scores, the others read the cache
-            time.sleep(0.4)
-        return score(self, todo)
+            clock[0] += 4.0
+        return out
 
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
     monkeypatch.setattr(trl.GRPOTrainer, "_generate", slow_generate)
     monkeypatch.setattr(BatchScorer, "_score", slow_score)
     path = _write(
@@ -261,9 +267,10 @@ def test_grpo_step_time_breakdown_puts_each_delay_in_its_own_part(tokenizer, tmp
         "rewards/fidelity/mean",
     ):
         assert key in step, key
-    assert step["timing/generation_s"] >= 0.6 and step["timing/reward_s"] >= 0.4
-    assert step["timing/reward_s"] < 0.6 + 0.4  # the generation delay is not counted as scoring
-    assert 0 <= step["timing/update_s"] < step["step_time"] - 1.0
+    assert step["timing/generation_s"] == pytest.approx(6.0)
+    assert step["timing/reward_s"] == pytest.approx(4.0)  # the generation delay is not counted as scoring
+    assert step["step_time"] == pytest.approx(10.0)
+    assert step["timing/update_s"] == pytest.approx(0.0, abs=1e-9)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = [p for p in (run / "runs").rglob("events.out.tfevents.*")]

@@ -49,8 +49,8 @@ ccx q[1],q[2],q[3];
 h q[3];
 """
 """The Baselines tab's example: Clifford+T, where the compilers' T-counts are exact (a circuit
-with pi/8 phases, such as QFT-3, gets Qiskit's approximate Solovay-Kitaev synthesis, which the
-verification rejects as not equivalent)."""
+with pi/8 phases, such as QFT-3, gets Qiskit's Clifford+T RZ synthesis, accurate to a process
+infidelity of ~1e-13, inside verification's tolerance, and costing many T gates)."""
 
 
 def load_app_policy(model: str):

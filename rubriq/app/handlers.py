@@ -381,14 +381,15 @@ def baselines_view(text: str, methods: list[str] | None = None, time_limit_s: fl
     return BaselineView(summary, table)
 
 
-def run_with_limit(entry, method: str, limit_s: float):
+def run_with_limit(entry, method: str, limit_s: float, work=None):
     """``run_method`` in a child process, killed at ``limit_s`` (a PyZX route can run for tens of
-    minutes on one circuit): a timed-out method is reported as such."""
+    minutes on one circuit): a timed-out method is reported as such.  ``work(entry, method,
+    conn)``, a module-level function, replaces the child's job (tests give one that sleeps)."""
     from rubriq.baselines.runner import MethodResult
 
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_method_child, args=(entry, method, child), daemon=True)
+    proc = ctx.Process(target=work or _method_child, args=(entry, method, child), daemon=True)
     proc.start()
     child.close()
     try:

@@ -12,6 +12,14 @@
   PyZX's T-count benchmark, pure Python, the one that runs out of time on the largest circuits);
 * ``best``: the portfolio (see :data:`METHODS`).
 
+Every route takes any circuit RubriQ accepts: :func:`compiler_input` lowers it first to
+qelib1's basic gates, which TKET's and PyZX's QASM readers take (Qiskit writes gates outside
+qelib1, e.g. ``cp``, ``cs``, ``rzz``, or a user's ``gate`` definition, as custom gate
+definitions, which TKET's FullPeepholeOptimise refuses).  Every route's output is
+self-contained: :func:`with_layout_applied` turns a compiler's layout (Qiskit's pass managers
+elide a final ``swap`` into ``layout.final_layout``) into explicit swaps, so the stored circuit
+is what verification checks and what a user runs.
+
 The rubric's T-count (``rubriq.rubric.tcount``) is applied to every output, so all methods
 are counted the same way.
 """
@@ -31,6 +39,95 @@ from rubriq.rubric.tcount import t_count
 logger = logging.getLogger(__name__)
 
 
+COMPILER_BASIS = (
+    "x",
+    "y",
+    "z",
+    "h",
+    "s",
+    "sdg",
+    "t",
+    "tdg",
+    "sx",
+    "sxdg",
+    "cx",
+    "cy",
+    "cz",
+    "swap",
+    "ccx",
+    "rz",
+    "rx",
+    "ry",
+)
+"""qelib1 gates that Qiskit, TKET (``circuit_from_qasm_str`` + FullPeepholeOptimise) and PyZX
+(``Circuit.from_qasm``) all read as basic gates; Clifford+T and Toffolis stay as they are."""
+
+
+def compiler_input(circuit: QuantumCircuit) -> QuantumCircuit:
+    """``circuit`` without measurements, in :data:`COMPILER_BASIS` (unchanged when it already is):
+    other gates (``cp``, ``cu``, ``cs``, ``ch``, ``rzz``, ``ccz``, custom ``gate`` definitions...)
+    are translated by Qiskit's equivalence library (``transpile`` at optimization level 0: no
+    gate is merged or dropped, so the compilers start from the circuit as given)."""
+    circuit = strip_non_unitary(circuit)
+    if all(inst.operation.name in COMPILER_BASIS for inst in circuit.data):
+        return circuit
+    return transpile(circuit, basis_gates=list(COMPILER_BASIS), optimization_level=0)
+
+
+def with_layout_applied(circuit: QuantumCircuit) -> QuantumCircuit:
+    """``circuit`` with its transpiler layout made explicit: the initial layout and the final
+    permutation (``layout.final_layout``) become permutation gates, decomposed into swaps, so that
+    ``Operator(result) == Operator.from_circuit(circuit)``; a circuit without a layout is returned
+    as is.  (Compilers that route or elide permutations return the permutation beside the
+    circuit; a stored or verified circuit must carry it.)
+
+    >>> from qiskit.quantum_info import Operator
+    >>> qc = QuantumCircuit(2); _ = qc.h(0); _ = qc.t(1); _ = qc.swap(0, 1)
+    >>> out = qiskit_o3(qc)   # the swap is elided into the layout, then made explicit again
+    >>> out.layout is None and Operator(out).equiv(Operator(qc))
+    True
+    """
+    from qiskit.circuit.library import PermutationGate
+
+    layout = circuit.layout
+    if layout is None:
+        return circuit
+    n = circuit.num_qubits
+    initial = final = None
+    if layout.initial_layout is not None:
+        inputs: list = [None] * len(layout.input_qubit_mapping)
+        for qubit, index in layout.input_qubit_mapping.items():
+            inputs[index] = qubit
+        if len(inputs) != n:
+            raise ValueError(
+                f"the compiler mapped {len(inputs)} qubits onto {n}: baselines compile without a device (no ancillas)"
+            )
+        initial = layout.initial_layout.to_permutation(inputs)
+    if layout.final_layout is not None:
+        final = layout.final_layout.to_permutation(circuit.qubits)
+    plain = circuit.copy()
+    plain._layout = None  # the layout is applied below (QuantumCircuit.layout has no setter)
+    out = QuantumCircuit(*circuit.qregs, global_phase=0.0)
+    trivial = list(range(n))
+    if initial is not None and initial != trivial:
+        out.append(PermutationGate(initial), range(n))
+    out.compose(plain, inplace=True)
+    if final is not None and final != trivial:
+        out.append(PermutationGate(_inverse(final)), range(n))
+    if initial is not None and initial != trivial:
+        out.append(PermutationGate(_inverse(initial)), range(n))
+    if out.size() == plain.size():
+        return out
+    return transpile(out, basis_gates=[*COMPILER_BASIS], optimization_level=0)
+
+
+def _inverse(permutation: list[int]) -> list[int]:
+    inverse = [0] * len(permutation)
+    for i, p in enumerate(permutation):
+        inverse[p] = i
+    return inverse
+
+
 def count_t(circuit: QuantumCircuit) -> int:
     """T-count under RubriQ's gate table (the rubric's own count)."""
     return t_count(canonical_ops(circuit, max_gates=TRUSTED_MAX_GATES))
@@ -42,14 +139,17 @@ def qiskit_o3(circuit: QuantumCircuit) -> QuantumCircuit:
     level 3, basis {cx, h, s, sdg, t, tdg, x, y, z}; older Qiskit: ``transpile`` to that basis.
     On the suite circuits checked both give the same T-counts (tof_3 19, barenco_tof_5 72,
     gf2^4_mult 96, ham15-low 147)."""
-    circuit = strip_non_unitary(circuit)
+    circuit = compiler_input(circuit)
     try:
         from qiskit.transpiler import generate_preset_clifford_t_pass_manager
     except ImportError:
-        return transpile(circuit, basis_gates=CLIFFORD_T_BASIS, optimization_level=3, seed_transpiler=42)
-    return generate_preset_clifford_t_pass_manager(
-        optimization_level=3, basis_gates=CLIFFORD_T_BASIS, seed_transpiler=42
-    ).run(circuit)
+        out = transpile(circuit, basis_gates=CLIFFORD_T_BASIS, optimization_level=3, seed_transpiler=42)
+    else:
+        out = generate_preset_clifford_t_pass_manager(
+            optimization_level=3, basis_gates=CLIFFORD_T_BASIS, seed_transpiler=42
+        ).run(circuit)
+    # the pass manager elides a final swap into out.layout.final_layout: make it explicit
+    return with_layout_applied(out)
 
 
 def tket_full_peephole(circuit: QuantumCircuit) -> QuantumCircuit:
@@ -58,7 +158,7 @@ def tket_full_peephole(circuit: QuantumCircuit) -> QuantumCircuit:
     from pytket.passes import AutoRebase, FullPeepholeOptimise
     from pytket.qasm import circuit_from_qasm_str, circuit_to_qasm_str
 
-    tk = circuit_from_qasm_str(qasm2.dumps(strip_non_unitary(circuit)))
+    tk = circuit_from_qasm_str(qasm2.dumps(compiler_input(circuit)))
     FullPeepholeOptimise().apply(tk)
     tk.replace_implicit_wire_swaps()
     AutoRebase({OpType.CX, OpType.H, OpType.Rz}).apply(tk)
@@ -68,7 +168,7 @@ def tket_full_peephole(circuit: QuantumCircuit) -> QuantumCircuit:
 def _pyzx_circuit(circuit: QuantumCircuit):
     import pyzx as zx
 
-    return zx.Circuit.from_qasm(qasm2.dumps(strip_non_unitary(circuit))).to_basic_gates()
+    return zx.Circuit.from_qasm(qasm2.dumps(compiler_input(circuit))).to_basic_gates()
 
 
 def _from_pyzx(c) -> QuantumCircuit:
@@ -85,7 +185,7 @@ def pyzx_teleport(circuit: QuantumCircuit) -> QuantumCircuit:
 
     import pyzx as zx
 
-    key = hashlib.sha256(qasm2.dumps(strip_non_unitary(circuit)).encode()).hexdigest()
+    key = hashlib.sha256(qasm2.dumps(compiler_input(circuit)).encode()).hexdigest()
     if isinstance(_TELEPORTED.get(key), BaseException):  # it already ran out of time in this process
         raise _TELEPORTED[key]
     if key not in _TELEPORTED:

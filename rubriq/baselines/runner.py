@@ -21,7 +21,7 @@ from pathlib import Path
 
 from qiskit import QuantumCircuit
 
-from rubriq.baselines.compilers import METHODS, count_t
+from rubriq.baselines.compilers import METHODS, count_t, with_layout_applied
 from rubriq.baselines.verify import verify
 from rubriq.data.suites import BUCKETS, SuiteCircuit
 from rubriq.rubric.tcount import compression
@@ -89,7 +89,7 @@ def run_method(circuit: SuiteCircuit, method: str, route_timeout_s: float | None
     for route in METHODS[method]:
         try:
             with time_limit(route_timeout_s):
-                out = route(circuit.circuit)
+                out = with_layout_applied(route(circuit.circuit))  # stored and verified with its layout
                 t = count_t(out)
                 verdict, detail = verify(circuit.circuit, out)
         except RouteTimeout as exc:

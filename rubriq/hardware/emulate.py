@@ -1,7 +1,7 @@
 """Noiseless and noisy (offline) output distributions, and their KL divergence (paper Fig. 8).
 
 * noiseless: exact probabilities of the logical circuit (``Statevector``), no sampling noise;
-* IBM noisy emulation: qiskit-ibm-runtime's ``SamplerV2`` in local mode on the device's fake
+* IBM noisy emulation: Aer's ``SamplerV2`` on the noisy simulator of the device's fake
   backend, i.e. Aer with the snapshot's calibrated noise model;
 * IonQ noisy emulation: Aer with a noise model built from the catalog's cited error rates:
   depolarizing error e_1q after every gpi/gpi2, e_2q after every ms/zz, symmetric readout error
@@ -88,11 +88,13 @@ def ibm_noisy_simulator(backend: str):
 
 
 def emulate_ibm(transpiled: QuantumCircuit, backend: str, shots: int = 4096, seed: int = 42) -> dict[str, int]:
-    """Counts from qiskit-ibm-runtime's SamplerV2 in local mode with the fake backend's noise."""
-    from qiskit_ibm_runtime import SamplerV2
+    """Counts from Aer's SamplerV2 (the supported local sampler) on the fake backend's noisy
+    simulator.  qiskit-ibm-runtime's ``SamplerV2`` in local mode, used before, runs this same Aer
+    simulator but is deprecated as of qiskit-ibm-runtime 0.50; its replacement (the client-side
+    ``executor_sampler.Sampler``) targets IBM's service, so the offline path uses Aer directly."""
+    from qiskit_aer.primitives import SamplerV2
 
-    sampler = SamplerV2(mode=ibm_noisy_simulator(backend))
-    sampler.options.simulator.seed_simulator = seed
+    sampler = SamplerV2.from_backend(ibm_noisy_simulator(backend), seed=seed)
     return _counts(sampler.run([transpiled], shots=shots).result()[0])
 
 

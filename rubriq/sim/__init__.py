@@ -8,13 +8,21 @@
 * ``cudaq``: CUDA-Q state vectors (``cudaq_backend.py``; never run on this project's machines);
 * ``qcec``: every exact-reference unitary target is certified first (below).
 
-Certified first (rewrite targets always, every exact target with ``backend: qcec``): mqt.qcec
-decides equivalence with the target's reference circuit in a killable worker
-(``certify.py``), within ``certify_timeout_s`` and the evaluation's deadline, at any width.
-``equivalent`` gives F = 1 (method ``qcec``).  Otherwise (``not_equivalent`` or ``unknown``)
-the distance is estimated within ``estimate_time_s``: exact where the dense target exists and
-the work is small, else sampled with its interval; when neither fits (too wide, too slow),
-F_process = 0 with the verdict and the reason in ``note``.
+Certified (rewrite targets always, every exact target with ``backend: qcec``), decided by
+cost, not by kind:
+
+* **exact first** where RubriQ's exact engine is cheap (the target's dense unitary exists and
+  gates x 4^n <= ``CHEAP_EXACT_WORK``, a few ms): F = 1 to numerical tolerance
+  (``EXACT_EQUIVALENCE_TOL``) is ``equivalent``, F below 1 - ``DISPROOF_TOL`` is
+  ``not_equivalent`` with its exact distance (a counterexample is a proof), both with method
+  ``exact``; only the sliver between the two goes on to qcec;
+* **qcec first** elsewhere: mqt.qcec decides equivalence with the target's reference circuit in
+  a killable worker (``certify.py``), within ``certify_timeout_s`` and the evaluation's
+  deadline, at any width.  ``equivalent`` gives F = 1 (method ``qcec``).  Otherwise
+  (``not_equivalent`` or ``unknown``) the distance is estimated within ``estimate_time_s``:
+  exact where the dense target exists and the work is small, else sampled with its interval;
+  when neither fits (too wide, too slow), F_process = 0 with the verdict and the reason in
+  ``note``.
 
 Wider circuits than ``target + max_ancillas`` are refused before any simulation.
 """
@@ -43,6 +51,9 @@ def compute_fidelity(facts, target, cfg: FidelityConfig, deadline=None, memory_m
             f"circuit has {n_c} qubits for a {n_t}-qubit target (at most {cfg.max_ancillas} ancillas)"
         )
     if certified_first(target, cfg) and n_c <= n_t:
+        decided = _cheap_exact(facts, target, cfg, deadline, memory_mb)
+        if decided is not None:
+            return decided
         try:
             return _certified(facts, target, cfg, deadline or Deadline(None), memory_mb)
         except BackendUnavailable:
@@ -83,6 +94,47 @@ one T flipped: 7-87 s)."""
 DISPROOF_TOL = 1e-9
 """An equivalent candidate simulates to F = 1 - O(1e-12) by either estimator (every sampled
 overlap is the same phase); F below 1 - DISPROOF_TOL is a counterexample, i.e. a proof."""
+
+
+CHEAP_EXACT_WORK = 2**28
+"""Gates x 4^n up to which a certified target's candidate is decided by exact simulation first:
+~0.1-0.3 s at most on one core, and a few ms for the small circuits GRPO scores, where a round
+trip to the qcec worker alone costs ~15 ms (benchmarks/results/fidelity.md)."""
+EXACT_EQUIVALENCE_TOL = 1e-12
+"""|1 - F_process| below which an exact simulation counts as equivalence: double-precision
+noise of the engine is ~1e-14 on circuits of this size, and a candidate off by one T gate, or
+by a rotation of 1e-5 rad, is further than this from the target."""
+
+
+def _cheap_exact(facts, target, cfg: FidelityConfig, deadline, memory_mb) -> FidelityResult | None:
+    """The exact verdict of a certified target's candidate when simulating it is cheap (see the
+    module docstring); None when it is not cheap or not conclusive (then qcec decides)."""
+    n = max(facts.num_qubits, target.num_qubits)
+    if (
+        cfg.backend not in ("auto", "numpy")
+        or n > cfg.max_exact_qubits
+        or target.num_qubits > target.max_dense_qubits
+        or len(facts.ops) * 4**n > CHEAP_EXACT_WORK
+    ):
+        return None
+    try:
+        exact = unitary_fidelity(
+            facts.ops, facts.num_qubits, target.unitary(), cfg.max_exact_qubits, deadline, memory_mb, cfg.threads
+        )
+    except SimulationTooLargeError:
+        return None
+    gap = 1.0 - exact.process_fidelity
+    if gap <= EXACT_EQUIVALENCE_TOL:
+        return dataclasses.replace(
+            exact,
+            process_fidelity=1.0,
+            average_fidelity=1.0,
+            verdict="equivalent",
+            note=f"exact simulation: |1 - F| = {max(gap, 0.0):.1e} <= {EXACT_EQUIVALENCE_TOL:g}",
+        )
+    if gap >= DISPROOF_TOL:
+        return dataclasses.replace(exact, verdict="not_equivalent", note="exact simulation (a counterexample)")
+    return None
 
 
 def _certified(facts, target, cfg: FidelityConfig, deadline: Deadline, memory_mb) -> FidelityResult:

@@ -43,6 +43,8 @@ from qiskit import QuantumCircuit
 log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("!Q")
+WORKER_COMMAND: tuple[str, ...] = ("-m", "rubriq.sim._qcec_worker")
+"""Arguments of ``sys.executable`` that start a worker (tests substitute one that never answers)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ class CertifyWorker:
         proc = self._proc
         if proc is None or proc.poll() is not None:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "rubriq.sim._qcec_worker"],
+                [sys.executable, *WORKER_COMMAND],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
