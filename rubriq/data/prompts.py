@@ -21,10 +21,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from qiskit import qasm2
 
+from rubriq.data.rewrites import RewriteGeneratorSpec
 from rubriq.data.suites import SuiteCircuit, bucket_of
 from rubriq.targets import Target, make_target
 from rubriq.targets.qft import PAPER_PHASES
@@ -48,6 +50,12 @@ class PromptSpec:
     formats: tuple[str, ...] = FORMATS
     prompt_style: str = "full"
     """full: the paper's system + user prompt; compact: one short user message (CPU runs)."""
+    extra_targets: tuple[dict[str, Any], ...] = ()
+    """More synthesis targets, as JSON specs (``{"algorithm": "toffoli", "num_qubits": 3}``: any
+    registered family, ``rubriq targets``), each in every format of ``formats``."""
+    small_rewrites: tuple[RewriteGeneratorSpec, ...] = ()
+    """Generated small rewrite-with-fewer-T tasks (``rewrites.py``; OpenQASM 2.0 only, the
+    circuit is the prompt); each circuit is its own target for the split."""
 
     @classmethod
     def small(cls) -> "PromptSpec":
@@ -65,6 +73,9 @@ def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
     for n in spec.encoding_sizes:
         for seed in spec.encoding_seeds:
             targets += [make_target(name, n, seed=seed) for name in spec.encodings]
+    from rubriq.targets import target_from_spec
+
+    targets += [target_from_spec(dict(extra)) for extra in spec.extra_targets]
     # two seeds can draw the same data (a 2-qubit basis encoding has 4 values): one row set per target
     unique = {json.dumps(t.spec(), sort_keys=True): t for t in reversed(targets)}
     return [t for t in targets if unique[json.dumps(t.spec(), sort_keys=True)] is t]
@@ -99,12 +110,17 @@ def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None,
 
 
 def synthesis_rows(spec: PromptSpec = PromptSpec()) -> list[dict]:
-    """The synthesis dataset's rows: every target of ``spec`` in every format."""
+    """The synthesis dataset's rows: every target of ``spec`` in every format, then the small
+    rewrite tasks of ``spec.small_rewrites`` (OpenQASM 2.0)."""
+    from rubriq.data.rewrites import small_rewrite_rows
+
     rows = []
     for i, target in enumerate(synthesis_targets(spec)):
         for fmt in spec.formats:
             rows.append(target_row(target, fmt, f"{target.name}-{target.num_qubits}-{i}-{fmt}",
                                    style=spec.prompt_style))
+    for generator in spec.small_rewrites:
+        rows += small_rewrite_rows(generator, style=spec.prompt_style)
     return rows
 
 

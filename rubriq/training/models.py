@@ -115,6 +115,51 @@ def load_model(name_or_path: str = EMBEDDED, dtype=None):
         ) from None
 
 
+def cpu_bf16_units() -> str | None:
+    """The CPU's bfloat16 instruction set (``amx_bf16`` or ``avx512_bf16``, read from
+    /proc/cpuinfo's flags), or None: without one, PyTorch emulates bf16 matrix products on the
+    CPU and they are slower than float32."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            flags = next((line.split(":", 1)[1].split() for line in fh if line.startswith("flags")), [])
+    except OSError:
+        return None
+    return next((f for f in ("amx_bf16", "avx512_bf16") if f in flags), None)
+
+
+def policy_dtype(precision: str = "auto"):
+    """(torch dtype, why) for ``ModelSettings.precision``: auto picks bfloat16 where the hardware
+    has bf16 arithmetic (a CUDA GPU that supports it, or a CPU with :func:`cpu_bf16_units`), else
+    float32."""
+    import torch
+
+    if precision == "float32":
+        return torch.float32, "float32 (model.precision)"
+    if precision == "bfloat16":
+        return torch.bfloat16, "bfloat16 (model.precision)"
+    if precision != "auto":
+        raise ValueError(f"model.precision must be auto, float32 or bfloat16, got {precision!r}")
+    if torch.cuda.is_available():
+        if torch.cuda.is_bf16_supported():
+            return torch.bfloat16, "bfloat16 (auto: the GPU supports bf16)"
+        return torch.float32, "float32 (auto: this GPU has no bf16)"
+    units = cpu_bf16_units()
+    if units:
+        return torch.bfloat16, f"bfloat16 (auto: the CPU has {units})"
+    return torch.float32, "float32 (auto: the CPU has no AVX512-BF16 / AMX, bf16 would be emulated)"
+
+
+def to_policy_precision(model, precision: str = "auto"):
+    """``model`` with its weights in the dtype :func:`policy_dtype` picks (logged once per call).
+    Only floating-point weights are cast; trainable adapters added later by PEFT stay float32
+    (PEFT's ``autocast_adapter_dtype``), and so does the optimizer state."""
+    import logging
+
+    dtype, why = policy_dtype(precision)
+    logging.getLogger("rubriq.training").info("policy weights in %s", why)
+    return model.to(dtype) if next(model.parameters()).dtype != dtype else model
+
+
 def tiny_model(tokenizer, seed: int = 0, hidden_size: int = 64, layers: int = 2):
     """A randomly initialized Llama (SmolLM2's architecture) sized for tests."""
     import torch

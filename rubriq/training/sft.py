@@ -45,32 +45,37 @@ def circuit_to_python(circuit: QuantumCircuit) -> str:
     return "\n".join(lines)
 
 
-def reference_completion(row: dict) -> str:
-    """The reference circuit of ``row`` as a fenced block in the row's output format."""
+def reference_completion(row: dict, qasm: str | None = None) -> str:
+    """The reference circuit of ``row`` (or ``qasm``, one of its ``sft_answers``) as a fenced
+    block in the row's output format."""
     fmt = row.get("format", "qasm2")
     if fmt not in FENCE:
         raise ValueError(f"unknown output format {fmt!r}")
+    source = qasm if qasm is not None else row["reference"]
     if fmt == "qasm2":
-        body = row["reference"].strip()
+        body = source.strip()
     else:
-        circuit = qasm2.loads(row["reference"], custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS)
+        circuit = qasm2.loads(source, custom_instructions=qasm2.LEGACY_CUSTOM_INSTRUCTIONS)
         body = qasm3.dumps(circuit).strip() if fmt == "qasm3" else circuit_to_python(circuit)
     return f"```{FENCE[fmt]}\n{body}\n```"
 
 
 def sft_dataset(rows: list[dict], max_reference_chars: int = 0):
-    """TRL conversational prompt-completion rows (rows whose reference is longer than
-    ``max_reference_chars`` are left out when it is > 0: they would be truncated)."""
+    """TRL conversational prompt-completion rows: one per row with its reference, or one per
+    answer of a row's ``sft_answers`` (the small rewrite tasks: several correct rewrites of
+    different T); answers longer than ``max_reference_chars`` are left out when it is > 0 (they
+    would be truncated)."""
     from datasets import Dataset
 
     out = []
     for r in rows:
-        if "reference" not in r:
+        if "reference" not in r and not r.get("sft_answers"):
             raise ValueError("SFT needs the dataset's 'reference' column (rubriq data build writes it)")
-        text = reference_completion(r)
-        if max_reference_chars and len(text) > max_reference_chars:
-            continue
-        out.append({"prompt": r["prompt"], "completion": [{"role": "assistant", "content": text}]})
+        for answer in r.get("sft_answers") or [None]:
+            text = reference_completion(r, answer)
+            if max_reference_chars and len(text) > max_reference_chars:
+                continue
+            out.append({"prompt": r["prompt"], "completion": [{"role": "assistant", "content": text}]})
     if not out:
         raise ValueError("no SFT rows left (every reference is longer than max_reference_chars)")
     return Dataset.from_list(out)

@@ -186,7 +186,9 @@ def build(
         trainer.rubriq_rewards = rewards
         return trainer
     from rubriq.training.grpo import build_grpo_trainer
+    from rubriq.training.models import to_policy_precision
 
+    model = to_policy_precision(model, settings.model.precision)
     grpo = {"output_dir": str(output_dir), **settings.grpo}
     if max_steps is not None:
         grpo["max_steps"] = max_steps
@@ -199,6 +201,8 @@ def build(
         lora=lora_kwargs(settings),
         reward_funcs=funcs,
         shared_prompt_prefill=settings.shared_prompt_prefill,
+        end_after_code_block=settings.end_after_code_block,
+        skip_zero_variance_groups=settings.skip_zero_variance_groups,
         callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo") + list(callbacks or ()),
     )
     trainer.rubriq_rewards = rewards
@@ -206,11 +210,14 @@ def build(
 
 
 def warn_cpu_precision(settings) -> None:
-    """TRL defaults to bf16 and gradient checkpointing; on a CPU without bf16 units (no AMX /
-    AVX512-BF16) that makes a step ~20x slower.  Say so instead of silently crawling."""
+    """TRL defaults to bf16 autocast and gradient checkpointing; on a CPU without bf16 units (no
+    AMX / AVX512-BF16) that makes a step ~20x slower.  Say so instead of silently crawling.
+    (Where the CPU has them, ``model.precision: auto`` already runs the policy in bfloat16.)"""
     import torch
 
-    if torch.cuda.is_available():
+    from rubriq.training.models import cpu_bf16_units
+
+    if torch.cuda.is_available() or cpu_bf16_units():
         return
     sections = [("grpo", settings.grpo)] if settings.algorithm == "grpo" else []
     if settings.sft.enabled:
@@ -218,8 +225,8 @@ def warn_cpu_precision(settings) -> None:
     for section, args in sections:
         if args.get("bf16", True):
             log.warning(
-                "%s.bf16 is on (TRL's default) and there is no GPU: set bf16: false for CPU training "
-                "(bf16 is emulated and very slow here)",
+                "%s.bf16 is on (TRL's default), there is no GPU and this CPU has no bf16 units: set bf16: false "
+                "for CPU training (bf16 is emulated and very slow here)",
                 section,
             )
 
