@@ -370,7 +370,7 @@ def test_internal_errors_have_no_traceback_unless_verbose(monkeypatch, capsys):
     def boom(*args, **kwargs):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr("rubriq.cli._check_target", boom)  # a bug inside a command
+    monkeypatch.setattr("rubriq.cli.scoring.check_target", boom)  # a bug inside a command
     code, out, err = run(["score", str(QFT4), "--target", "qft"], capsys)
     assert code == 1 and "internal: ZeroDivisionError: a bug" in err and "Traceback" not in err
     code, out, err = run(["--verbose", "score", str(QFT4), "--target", "qft"], capsys)

@@ -29,10 +29,11 @@ LAYERS = [
     },  # the core: gates, facts, backends; utilities
     {"extract", "sim", "targets", "rubric"},  # text -> circuit, fidelity, targets, dimensions
     {"evaluator"},  # the public scoring API
+    {"serve"},  # the scoring service (HTTP, Ray Serve) over the public API
     {"data", "baselines"},  # datasets, compiler baselines
     {"training", "evaluation", "hardware"},  # TRL glue, metrics/reports, devices
-    {"studies", "app"},  # experiments and the app over the layers below
-    {"cli"},  # the command line
+    {"studies", "app", "integrations"},  # experiments, the app, RL-framework adapters (+ client)
+    {"cli"},  # the command line (rubriq/cli/, one module per command group)
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
 

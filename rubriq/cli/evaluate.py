@@ -1,0 +1,155 @@
+"""``rubriq evaluate`` (sample a policy, the paper's metrics) and ``rubriq report``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from rubriq.cli.common import (
+    CONTEXT,
+    app,
+    check,
+    check_model,
+    check_sampling,
+    console,
+    err,
+    new_table,
+    reported,
+)
+
+
+@app.command(context_settings=CONTEXT)
+def evaluate(
+    model: str = typer.Option(..., metavar="MODEL", help="Model or adapter folder, hub id, 'embedded', or 'tiny'."),
+    dataset: Path = typer.Option(Path("data/prompts"), metavar="DIR", help="Folder written by rubriq data build."),
+    split: str = typer.Option("test", metavar="NAME", help="Dataset split (train, validation, test)."),
+    samples: int = typer.Option(1, "--samples", "-n", metavar="K", help="Completions per prompt (the k of pass@k)."),
+    temperature: float = typer.Option(0.0, metavar="T", help="0: greedy (then --samples must be 1)."),
+    max_new_tokens: int = typer.Option(512, metavar="N", help="Tokens per completion."),
+    max_prompts: int = typer.Option(0, metavar="N", help="Evaluate at most N prompts (0: all)."),
+    eps: float = typer.Option(0.01, metavar="EPS", help="Correct: F_avg >= 1 - EPS."),
+    baselines: str = typer.Option("", metavar="LIST", help="Compiler baselines on the same targets, e.g. qiskit,pyzx."),
+    out: Path = typer.Option(Path("runs/eval"), metavar="DIR", help="records.jsonl, summary.json"),
+) -> None:
+    """Sample a policy on a split and compute the paper's metrics (docs/metrics.md)."""
+    from rubriq.baselines.compilers import METHODS
+    from rubriq.evaluation.evaluate import EvalRequest, run_evaluation
+    from rubriq.tables import fmt
+
+    check_sampling(samples, temperature, max_new_tokens, "--samples")
+    check(max_prompts >= 0, "--max-prompts", f"must be >= 0 (0: all), got {max_prompts}")
+    check(0 < eps < 1, "--eps", f"must be in (0, 1), got {eps}")
+    methods = tuple(m.strip() for m in baselines.split(",") if m.strip())
+    unknown = [m for m in methods if m not in METHODS]
+    check(not unknown, "--baselines", f"unknown method(s) {', '.join(unknown)}; known: {', '.join(METHODS)}")
+    check(dataset.is_dir(), "--dataset", f"no folder {dataset} (write one with rubriq data build)")
+    check(
+        (dataset / f"{split}.jsonl").is_file(),
+        "--split",
+        f"no split {split!r} in {dataset} (has: "
+        f"{', '.join(sorted(p.stem for p in dataset.glob('*.jsonl'))) or 'none'})",
+    )
+    check_model(model)
+    _warn_style(model, dataset, split)
+    req = EvalRequest(
+        model=model,
+        dataset=str(dataset),
+        split=split,
+        samples=samples,
+        temperature=temperature,
+        max_new_tokens=max_new_tokens,
+        max_prompts=max_prompts,
+        eps=eps,
+    )
+    with reported():
+        summary = run_evaluation(req, out, baselines=methods)
+    s = summary["overall"]
+    ks = sorted(int(k.removeprefix("pass@")) for k in s if k.startswith("pass@"))
+    table = new_table(
+        f"{model} on {dataset} [{split}] ({s['completions']} completions)", "metric", "value", keep_whole=("metric",)
+    )
+    for label, value in (
+        ("parse rate", fmt(s["parse_rate"], 2)),
+        ("mean F_avg", fmt(s["mean_fidelity"])),
+        (f"correct (F_avg >= {1 - eps:g})", fmt(s["correct_rate"], 2)),
+        ("C = T0/T over correct", fmt(s["compression"], 2)),
+        ("MNTC", fmt(s["mntc"])),
+        ("violation rate V", fmt(s["violation_rate"], 2)),
+        *((f"pass@{k}", fmt(s.get(f"pass@{k}"), 2)) for k in ks),
+        ("mean reward", fmt(s["mean_reward"])),
+        ("wrong rewarded", fmt(s["wrong_rewarded_rate"], 2)),
+        ("trivial", fmt(s["trivial_rate"], 2)),
+    ):
+        table.add_row(label, value)
+    console.print(table)
+    if summary.get("baselines"):
+        console.print(_baseline_table(summary["baselines"]))
+    console.print(f"wrote {out / 'records.jsonl'} and {out / 'summary.json'}", markup=False)
+
+
+def _warn_style(model: str, dataset: Path, split: str) -> None:
+    """Warn when the dataset's prompts are not in the style the policy was trained with."""
+    from rubriq.data.prompts import prompt_style_of_rows
+    from rubriq.evaluation.evaluate import prompt_style_of
+
+    first = (dataset / f"{split}.jsonl").read_text(encoding="utf-8").split("\n", 1)[0]
+    try:
+        style = prompt_style_of_rows([json.loads(first)])
+    except (ValueError, AttributeError):
+        return
+    trained = prompt_style_of(model)
+    if Path(model).is_dir() and style != trained:
+        err.print(
+            f"warning: {dataset} has {style} prompts but {model} was trained on {trained} prompts (build the "
+            f"dataset with prompt_style: {trained})",
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+def _baseline_table(rows: list[dict]) -> Table:
+    methods = sorted({r["method"] for r in rows})
+    table = new_table(
+        "compiler baselines on the same targets (T, verified)", "target", "T0", *methods, keep_whole=("target",)
+    )
+    by_circuit: dict[str, dict] = {}
+    for r in rows:
+        by_circuit.setdefault(r["circuit"], {"t0": r["t0"]})[r["method"]] = r
+    for name, cells in by_circuit.items():
+        table.add_row(
+            name,
+            str(cells["t0"]),
+            *(
+                ("-" if m not in cells else f"{cells[m]['t']}" + ("" if cells[m]["verified"] else " (unverified)"))
+                for m in methods
+            ),
+        )
+    return table
+
+
+@app.command(context_settings=CONTEXT)
+def report(
+    inputs: list[Path] = typer.Argument(
+        ..., metavar="DIR...", help="Training runs (metrics.jsonl) and/or evaluations (records.jsonl)."
+    ),
+    out: Path = typer.Option(Path("runs/report"), metavar="DIR", help="report.md, report.html, PNGs"),
+    target_metric: str = typer.Option(
+        "reward", metavar="NAME", help="Logged metric for time-to-target (e.g. compression)."
+    ),
+    target_value: float = typer.Option(
+        0.5, metavar="X", help="Threshold of the time-to-target (paper: compression 3.3)."
+    ),
+    eps: float = typer.Option(0.01, metavar="EPS", help="Correct: F_avg >= 1 - EPS."),
+) -> None:
+    """Tables and plots from training runs and evaluations (markdown + self-contained HTML)."""
+    from rubriq.evaluation.report import write_report
+
+    missing = [str(p) for p in inputs if not p.is_dir()]
+    check(not missing, "DIR", f"not a folder: {', '.join(missing)}")
+    check(0 < eps < 1, "--eps", f"must be in (0, 1), got {eps}")
+    with reported():
+        md, page = write_report(inputs, out, target_metric, target_value, eps)
+    console.print(f"wrote {md} and {page}", markup=False)

@@ -1,0 +1,47 @@
+"""``rubriq study``: the studies that measure what training does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from rubriq.cli.common import (
+    CONTEXT,
+    app,
+    check,
+    console,
+    reported,
+)
+
+study_app = typer.Typer(
+    help="Studies that measure what training does (docs/studies.md).", no_args_is_help=True, context_settings=CONTEXT
+)
+app.add_typer(study_app, name="study")
+
+
+@study_app.command("convergence")
+def study_convergence(
+    config: Path = typer.Argument(..., metavar="YAML", help="Study YAML (configs/studies/convergence_cpu.yaml)."),
+    out: Path | None = typer.Option(None, metavar="DIR", help="Output folder (default: the study's output_dir)."),
+    arm: list[str] | None = typer.Option(None, metavar="NAME", help="Run only this arm (repeatable)."),
+    seed: list[int] | None = typer.Option(None, metavar="N", help="Run only this seed (repeatable)."),
+    summary_only: bool = typer.Option(False, "--summary-only", help="Rewrite the summary from finished arm-seeds."),
+) -> None:
+    """Rubric vs gated rubric vs sparse reward vs no RL from one warm-start, over seeds, evaluated on
+    held-out targets by sampling. Resumable: finished arm-seeds are skipped."""
+    from rubriq.studies import convergence
+
+    check(config.is_file(), "YAML", f"no such file: {config}")
+    with reported():
+        if summary_only:
+            study = convergence.StudySettings.from_yaml(config)
+            folder = out or Path(study.output_dir)
+            rows = [r for r in (folder / "data" / f"{study.split}.jsonl").read_text().splitlines() if r.strip()]
+            n = min(len(rows), study.max_prompts) if study.max_prompts else len(rows)
+            report = convergence.write_summary(folder, study, n)
+        else:
+            report = convergence.run(
+                config, out, arm or None, seed or None, progress=lambda m: console.print(f"study: {m}", markup=False)
+            )
+    console.print(f"summary: {report}", markup=False)
