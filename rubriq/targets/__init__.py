@@ -15,21 +15,23 @@ from rubriq.targets.base import Target, TargetError
 from rubriq.targets.circuit import CircuitTarget
 from rubriq.targets.encoding import AmplitudeEncodingTarget, AngleEncodingTarget, BasisEncodingTarget
 from rubriq.targets.hamiltonian import HeisenbergTarget, TFIMTarget
+from rubriq.targets.primitives import PRIMITIVES
 from rubriq.targets.qft import QFTTarget, QPETarget
+from rubriq.targets.states import STATES
 
-TARGETS: dict[str, type[Target]] = {
-    cls.name: cls
-    for cls in (
-        QFTTarget,
-        QPETarget,
-        HeisenbergTarget,
-        TFIMTarget,
-        AmplitudeEncodingTarget,
-        AngleEncodingTarget,
-        BasisEncodingTarget,
-        CircuitTarget,
-    )
-}
+_REGISTERED: tuple[type[Target], ...] = (
+    QFTTarget,
+    QPETarget,
+    HeisenbergTarget,
+    TFIMTarget,
+    AmplitudeEncodingTarget,
+    AngleEncodingTarget,
+    BasisEncodingTarget,
+    *STATES,
+    *PRIMITIVES,
+    CircuitTarget,
+)
+TARGETS: dict[str, type[Target]] = {cls.name: cls for cls in _REGISTERED}
 
 ALIASES = {
     "ising": "tfim",
@@ -38,6 +40,11 @@ ALIASES = {
     "angle": "angle_encoding",
     "basis": "basis_encoding",
     "hamiltonian": "heisenberg",
+    "ccx": "toffoli",
+    "controlled_s": "cs",
+    "controlled_h": "ch",
+    "w": "w_state",
+    "graph": "graph_state",
 }
 
 
@@ -49,6 +56,8 @@ def make_target(name: str, num_qubits: int | None = None, **params: Any) -> Targ
         raise TargetError(f"unknown target {name!r}; known: {', '.join(sorted(TARGETS))}")
     if cls is CircuitTarget:
         return cls(num_qubits, **params)
+    if num_qubits is None:
+        num_qubits = cls.default_width(params)
     if num_qubits is None:
         raise TargetError(f"target {key!r} needs num_qubits")
     return cls(num_qubits, **params)
