@@ -13,6 +13,7 @@ from typing import Any
 
 from rubriq.targets.base import Target, TargetError
 from rubriq.targets.circuit import CircuitTarget
+from rubriq.targets.clifford import CLIFFORD_TARGETS
 from rubriq.targets.encoding import AmplitudeEncodingTarget, AngleEncodingTarget, BasisEncodingTarget
 from rubriq.targets.hamiltonian import HeisenbergTarget, TFIMTarget
 from rubriq.targets.primitives import PRIMITIVES
@@ -29,6 +30,7 @@ _REGISTERED: tuple[type[Target], ...] = (
     BasisEncodingTarget,
     *STATES,
     *PRIMITIVES,
+    *CLIFFORD_TARGETS,
     CircuitTarget,
 )
 TARGETS: dict[str, type[Target]] = {cls.name: cls for cls in _REGISTERED}
@@ -45,6 +47,8 @@ ALIASES = {
     "controlled_h": "ch",
     "w": "w_state",
     "graph": "graph_state",
+    "clifford": "random_clifford",
+    "tableau": "clifford_tableau",
 }
 
 

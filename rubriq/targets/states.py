@@ -8,6 +8,7 @@ rotations); it is simulated like the encodings.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -22,6 +23,10 @@ class _StateTarget(Target):
     kind = "state"
 
     def clifford(self):
+        return self._clifford
+
+    @functools.cached_property
+    def _clifford(self):
         from qiskit.quantum_info import Clifford
 
         return Clifford(self._reference)
