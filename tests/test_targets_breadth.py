@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from qiskit import QuantumCircuit
 from qiskit.circuit.library import CCZGate, CHGate, CSGate, GraphStateGate, MCXGate, ZGate
-from qiskit.quantum_info import Operator, Statevector
+from qiskit.quantum_info import Operator, Statevector, random_clifford
 
 from rubriq.circuit.gates import canonical_ops
 from rubriq.evaluator import RubriQEvaluator
@@ -326,7 +326,14 @@ def small_instance(name: str):
     if name == "circuit":
         return make_target(name, qasm='OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; cx q[0],q[1];')
     n = cls.default_width({})
-    return make_target(name, n if n is not None else max(cls.min_qubits, min(3, cls.max_qubits)))
+    if n is not None:
+        return make_target(name, n)
+    for width in range(max(cls.min_qubits, 3), cls.max_qubits + 1):  # some need an even width
+        try:
+            return make_target(name, width)
+        except TargetError:
+            continue
+    raise AssertionError(f"no small instance of {name}")
 
 
 @pytest.mark.parametrize("name", sorted(TARGETS))
@@ -370,3 +377,274 @@ def test_breadth_rows_reference_scores_one_and_splits_are_by_target():
             continue
         result = RubriQEvaluator(target=target).evaluate(row["reference"])
         assert result.process_fidelity == pytest.approx(1.0, abs=1e-9), row["id"]
+
+
+# -- oracles, arithmetic, QAOA, XY, Clifford ---------------------------------------------------------
+def circuit_unitary(n: int, build) -> np.ndarray:
+    qc = QuantumCircuit(n)
+    build(qc)
+    return Operator(qc).data
+
+
+def bv_textbook(qc):  # secret 101 on q[2]q[1]q[0]: s_0 = s_2 = 1
+    qc.h([0, 1, 2])
+    qc.cx(0, 3)
+    qc.cx(2, 3)
+    qc.h([0, 1, 2])
+
+
+def dj_qiskit(table: str):
+    """Hadamards around Qiskit's MCX with one control state per input x where f(x) = 1."""
+    n = (len(table) - 1).bit_length()
+
+    def build(qc):
+        qc.h(range(n))
+        for x, bit in enumerate(table):
+            if bit == "1":
+                qc.append(MCXGate(n, ctrl_state=x), [*range(n), n])
+        qc.h(range(n))
+
+    return circuit_unitary(n + 1, build)
+
+
+def grover_qiskit(n: int, marked: list[int], iterations: int) -> np.ndarray:
+    """H^n, then Qiskit's grover_operator of a phase oracle built from controlled-Z gates."""
+    from qiskit.circuit.library import grover_operator
+
+    oracle = QuantumCircuit(n)
+    for x in marked:  # phase -1 on |x>: Z on q[0] controlled by q[1..] in state x >> 1, q[0] flipped if x_0 = 0
+        if not x & 1:
+            oracle.x(0)
+        oracle.append(ZGate().control(n - 1, ctrl_state=x >> 1, annotated=False), [*range(1, n), 0])
+        if not x & 1:
+            oracle.x(0)
+    qc = QuantumCircuit(n)
+    qc.h(range(n))
+    for _ in range(iterations):
+        qc.compose(grover_operator(oracle), inplace=True)
+    return Operator(qc).data
+
+
+def simon_textbook(qc):  # period 11: f(x) = x XOR (11 if x_0)
+    qc.h([0, 1])
+    qc.cx(0, 2)
+    qc.cx(1, 3)
+    qc.cx(0, 2)
+    qc.cx(0, 3)
+    qc.h([0, 1])
+
+
+def qiskit_library(name: str, *args, **kwargs):
+    import qiskit.circuit.library as lib
+
+    return lambda: Operator(getattr(lib, name)(*args, **kwargs)).data
+
+
+def constant_adder_matrix(n: int, c: int) -> np.ndarray:
+    """Column x is Statevector.from_int(x + c): Qiskit's basis states, not our permutation helper."""
+    return np.stack([Statevector.from_int((x + c) % 2**n, 2**n).data for x in range(2**n)], axis=1)
+
+
+def comparator_qiskit(n: int, value: int, geq: bool = True):
+    from qiskit.circuit.library import IntegerComparatorGate
+
+    return lambda: Operator(IntegerComparatorGate(n, value, geq=geq)).data
+
+
+def qaoa_qiskit(n: int, edges, gamma: float, beta: float) -> np.ndarray:
+    from qiskit.circuit.library import qaoa_ansatz
+    from qiskit.quantum_info import SparsePauliOp
+
+    cost = SparsePauliOp.from_sparse_list([("ZZ", list(e), 1.0) for e in edges], num_qubits=n)
+    ansatz = qaoa_ansatz(cost, reps=1, initial_state=QuantumCircuit(n))
+    values = {p: (beta if p.name.startswith("β") else gamma) for p in ansatz.parameters}
+    return Operator(ansatz.assign_parameters(values).decompose(reps=3)).data
+
+
+def xy_qiskit(n: int, t: float) -> np.ndarray:
+    from qiskit.circuit.library import HamiltonianGate
+    from qiskit.quantum_info import SparsePauliOp
+
+    h = SparsePauliOp.from_sparse_list([(p + p, [i, i + 1], 1.0) for i in range(n - 1) for p in "XY"], num_qubits=n)
+    return Operator(HamiltonianGate(h.to_matrix(), t)).data
+
+
+CZ_TABLEAU = {"destabilizer": ["+ZX", "+XZ"], "stabilizer": ["+IZ", "+ZI"]}
+
+UNITARY_CASES = [
+    # name, params, Qiskit's unitary, textbook solution, near miss
+    (
+        "bernstein_vazirani",
+        {"num_qubits": 4, "secret": "101"},
+        lambda: circuit_unitary(4, bv_textbook),
+        (4, "h q[0]; h q[1]; h q[2]; cx q[0],q[3]; cx q[2],q[3]; h q[0]; h q[1]; h q[2];"),
+        (4, "h q[0]; h q[1]; h q[2]; cx q[0],q[3]; cx q[1],q[3]; h q[0]; h q[1]; h q[2];"),
+    ),
+    (
+        "bernstein_vazirani",
+        {"num_qubits": 4, "secret": 5},
+        lambda: circuit_unitary(4, bv_textbook),
+        (4, "h q[3]; cx q[3],q[0]; cx q[3],q[2]; h q[3];"),
+        (4, "h q[3]; cx q[3],q[0]; h q[3];"),
+    ),
+    (
+        "deutsch_jozsa",
+        {"num_qubits": 3, "truth_table": "0110"},
+        lambda: dj_qiskit("0110"),
+        (3, "h q[0]; h q[1]; cx q[0],q[2]; cx q[1],q[2]; h q[0]; h q[1];"),
+        (3, "h q[0]; h q[1]; cx q[0],q[2]; h q[0]; h q[1];"),
+    ),
+    (
+        "deutsch_jozsa",
+        {"num_qubits": 3, "truth_table": [1, 1, 1, 1]},
+        lambda: dj_qiskit("1111"),
+        (3, "x q[2];"),
+        (3, "z q[2];"),
+    ),
+    ("deutsch_jozsa", {"num_qubits": 4, "seed": 3}, None, None, None),
+    (
+        "grover",
+        {"num_qubits": 2, "marked": [3], "iterations": 1},
+        lambda: grover_qiskit(2, [3], 1),
+        (
+            2,
+            "h q[0]; h q[1]; cz q[0],q[1]; h q[0]; h q[1]; x q[0]; x q[1]; cz q[0],q[1]; x q[0]; x q[1]; h q[0]; h q[1];",
+        ),
+        (2, "h q[0]; h q[1]; cz q[0],q[1]; h q[0]; h q[1]; cz q[0],q[1]; h q[0]; h q[1];"),
+    ),
+    ("grover", {"num_qubits": 3, "marked": [2, 5]}, lambda: grover_qiskit(3, [2, 5], 1), None, None),
+    (
+        "simon",
+        {"num_qubits": 4, "secret": "11"},
+        lambda: circuit_unitary(4, simon_textbook),
+        (4, "h q[0]; h q[1]; cx q[1],q[3]; cx q[0],q[3]; h q[0]; h q[1];"),
+        (4, "h q[0]; h q[1]; cx q[0],q[2]; cx q[1],q[3]; h q[0]; h q[1];"),
+    ),
+    (
+        "cuccaro_adder",
+        {"num_qubits": 4},
+        qiskit_library("FullAdderGate", 1),
+        (4, "ccx q[1],q[2],q[3]; cx q[1],q[2]; ccx q[0],q[2],q[3]; cx q[0],q[2];"),
+        (4, "ccx q[1],q[2],q[3]; cx q[1],q[2]; ccx q[0],q[2],q[3];"),
+    ),
+    ("cuccaro_adder", {"num_qubits": 8}, qiskit_library("FullAdderGate", 3), None, None),
+    (
+        "draper_adder",
+        {"num_qubits": 2},
+        qiskit_library("ModularAdderGate", 1),
+        (2, "cx q[0],q[1];"),
+        (2, "cx q[1],q[0];"),
+    ),
+    ("draper_adder", {"num_qubits": 6}, qiskit_library("ModularAdderGate", 3), None, None),
+    (
+        "constant_adder",
+        {"num_qubits": 2, "constant": 1},
+        lambda: constant_adder_matrix(2, 1),
+        (2, "cx q[0],q[1]; x q[0];"),
+        (2, "x q[0]; cx q[0],q[1];"),
+    ),
+    ("constant_adder", {"num_qubits": 4, "constant": 11}, lambda: constant_adder_matrix(4, 11), None, None),
+    ("comparator", {"num_qubits": 3, "value": 2}, comparator_qiskit(2, 2), (3, "cx q[1],q[2];"), (3, "cx q[0],q[2];")),
+    ("comparator", {"num_qubits": 5, "value": 11, "geq": False}, comparator_qiskit(4, 11, False), None, None),
+    (
+        "qaoa",
+        {"num_qubits": 2, "edges": [[0, 1]]},
+        lambda: qaoa_qiskit(2, [(0, 1)], 0.4, 0.3),
+        (2, "rzz(0.8) q[0],q[1]; rx(0.6) q[0]; rx(0.6) q[1];"),
+        (2, "rzz(0.4) q[0],q[1]; rx(0.6) q[0]; rx(0.6) q[1];"),
+    ),
+    (
+        "qaoa",
+        {"num_qubits": 4, "gamma": 1.1, "beta": -0.7},
+        lambda: qaoa_qiskit(4, [(0, 1), (1, 2), (2, 3), (0, 3)], 1.1, -0.7),
+        None,
+        None,
+    ),
+    (
+        "xy",
+        {"num_qubits": 2, "t": 0.5},
+        lambda: xy_qiskit(2, 0.5),
+        (2, "rxx(1.0) q[0],q[1]; ryy(1.0) q[0],q[1];"),
+        (2, "rxx(1.0) q[0],q[1];"),
+    ),
+    ("xy", {"num_qubits": 4, "t": 0.25}, lambda: xy_qiskit(4, 0.25), None, None),
+    ("random_clifford", {"num_qubits": 3, "seed": 5}, lambda: Operator(random_clifford(3, seed=5)).data, None, None),
+    (
+        "clifford_tableau",
+        {"num_qubits": 2, **CZ_TABLEAU},
+        lambda: circuit_unitary(2, lambda qc: qc.cz(0, 1)),
+        (2, "h q[1]; cx q[0],q[1]; h q[1];"),
+        (2, "cx q[0],q[1];"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "qiskit", "good", "bad"), UNITARY_CASES)
+def test_unitary_family_against_qiskit_and_textbook(name, params, qiskit, good, bad):
+    target = build(name, params)
+    if qiskit is not None:
+        assert same_unitary(target.unitary(), qiskit())
+    if target.reference_is_exact:
+        assert reference_fidelity(target) == pytest.approx(1.0, abs=1e-9)
+    else:  # Trotterized reference: close, not equal
+        assert 0.9 < reference_fidelity(target) < 1.0
+    if good is not None:
+        assert score(target, qasm(*good)).process_fidelity == pytest.approx(1.0, abs=1e-9)
+        assert score(target, qasm(*bad)).process_fidelity < 0.99
+
+
+def test_random_clifford_textbook_and_stabilizer_state():
+    from qiskit.synthesis import synth_clifford_greedy
+
+    target = make_target("random_clifford", 3, seed=5)
+    other = synth_clifford_greedy(random_clifford(3, seed=5))  # a different circuit for the same Clifford
+    good = score(target, f"```qasm\n{qasm2_dumps(other)}\n```")
+    assert good.process_fidelity == 1.0 and good.fidelity_method == "clifford"
+    other.s(1)
+    assert score(target, f"```qasm\n{qasm2_dumps(other)}\n```").process_fidelity == 0.5
+    bell = make_target("stabilizer_state", 2, stabilizers=["+XX", "+ZZ"])
+    assert same_state(bell.state(), qiskit_bell("phi+"))
+    assert score(bell, qasm(2, "h q[0]; cx q[0],q[1];")).process_fidelity == 1.0
+    assert score(bell, qasm(2, "h q[0]; cx q[0],q[1]; z q[0];")).process_fidelity == 0.0
+
+
+def qasm2_dumps(circuit) -> str:
+    from qiskit import qasm2
+
+    return qasm2.dumps(circuit)
+
+
+def test_clifford_families_have_t_count_zero():
+    for target in (
+        make_target("bernstein_vazirani", 6),
+        make_target("simon", 6),
+        make_target("random_clifford", 5, seed=1),
+        make_target("clifford_tableau", 2, **CZ_TABLEAU),
+        make_target("stabilizer_state", 4),
+    ):
+        assert target.t0 == 0 and target.clifford() is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "n", "params", "message"),
+    [
+        ("bernstein_vazirani", 4, {"secret": "10"}, "secret must be a string of 3 bits"),
+        ("deutsch_jozsa", 3, {"truth_table": "0111"}, "f must be constant or balanced"),
+        ("grover", 2, {"marked": [4]}, "marked must be 1 to 3 distinct integers in [0, 4)"),
+        ("grover", 2, {"iterations": 0}, "iterations must be an integer in [1, 64]"),
+        ("simon", 5, {}, "num_qubits must be even"),
+        ("simon", 4, {"secret": "00"}, "the period s must not be 0"),
+        ("cuccaro_adder", 5, {}, "num_qubits must be 2n + 2"),
+        ("constant_adder", 3, {"constant": 8}, "constant must be an integer in [0, 8)"),
+        ("comparator", 3, {"geq": "yes"}, "geq must be true or false"),
+        ("qaoa", 3, {"gamma": "x"}, "gamma must be a finite number"),
+        ("clifford_tableau", 2, {"stabilizer": ["+XX", "+XX"]}, "not a Clifford tableau"),
+        ("clifford_tableau", 2, {"stabilizer": ["+XQ", "+ZZ"]}, "must be a sign and 2 letters"),
+        ("stabilizer_state", 2, {"stabilizers": ["+XI", "+ZI"]}, "not a stabilizer group"),
+        ("random_clifford", 2, {"seed": -1}, "seed must be a non-negative integer"),
+    ],
+)
+def test_more_bad_parameters_fail_in_one_line(name, n, params, message):
+    with pytest.raises(TargetError, match=re.escape(message)) as info:
+        make_target(name, n, **params)
+    assert "\n" not in str(info.value)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 
+import numpy as np
+
 from rubriq.targets import Target, make_target
 
 
@@ -67,8 +69,83 @@ FAMILIES: dict[str, Callable[[bool], list[Target]]] = {
             for edges in _graphs(n).values()
         ]
     ),
+    # textbook oracles
+    "bernstein_vazirani": lambda small: [
+        make_target("bernstein_vazirani", n + 1, secret=s)
+        for n in ((2, 3) if small else (2, 3, 4, 5))
+        for s in _seeded_ints(n, 2 if small else 3, low=1)
+    ],
+    "deutsch_jozsa": lambda small: _unique(
+        [make_target("deutsch_jozsa", n + 1, seed=seed) for n in ((2, 3) if small else (1, 2, 3, 4)) for seed in (0, 1)]
+        + [make_target("deutsch_jozsa", 3, truth_table=t) for t in ("0000", "1111")]
+    ),
+    "grover": lambda small: _unique(
+        [
+            make_target("grover", n, marked=[m])
+            for n in ((2, 3) if small else (2, 3, 4))
+            for m in _seeded_ints(n, 1 if small else 2)
+        ]
+        + ([] if small else [make_target("grover", 3, marked=[1, 6]), make_target("grover", 4, marked=[0, 5, 10])])
+    ),
+    "simon": lambda small: [
+        make_target("simon", 2 * n, secret=s) for n in ((2,) if small else (2, 3)) for s in _seeded_ints(n, 2, low=1)
+    ],
+    # arithmetic
+    "cuccaro_adder": lambda small: [make_target("cuccaro_adder", 2 * n + 2) for n in ((1, 2) if small else (1, 2, 3))],
+    "draper_adder": lambda small: [make_target("draper_adder", 2 * n) for n in ((1, 2) if small else (1, 2, 3))],
+    "constant_adder": lambda small: [
+        make_target("constant_adder", n, constant=c)
+        for n in ((2, 3) if small else (2, 3, 4))
+        for c in _seeded_ints(n, 2, low=1)
+    ],
+    "comparator": lambda small: [
+        make_target("comparator", n + 1, value=v)
+        for n in ((2,) if small else (2, 3, 4))
+        for v in _seeded_ints(n, 2, low=1)
+    ],
+    # variational and Hamiltonian simulation
+    "qaoa": lambda small: [
+        make_target("qaoa", n, edges=edges, gamma=g, beta=b)
+        for n in ((3,) if small else (3, 4, 5, 6))
+        for edges in list(_graphs(n).values())[: 1 if small else 3]
+        for g, b in ((0.4, 0.3),) + (() if small else ((0.8, 0.2),))
+    ],
+    "xy": lambda small: [
+        make_target("xy", n, t=t)
+        for n in ((2, 6) if small else range(2, 7))
+        for t in ((0.5,) if small else (0.25, 0.5, 1.0))
+    ],
+    # Clifford
+    "random_clifford": lambda small: [
+        make_target("random_clifford", n, seed=s)
+        for n in ((1, 2) if small else (1, 2, 3, 4))
+        for s in range(2 if small else 3)
+    ],
+    "clifford_tableau": lambda small: [
+        make_target("clifford_tableau", n, **_tableau(n, 1000 + s))
+        for n in ((2,) if small else (2, 3))
+        for s in range(2)
+    ],
+    "stabilizer_state": lambda small: [
+        make_target("stabilizer_state", n, stabilizers=_tableau(n, 2000 + s)["stabilizer"])
+        for n in ((2, 3) if small else (2, 3, 4))
+        for s in range(2)
+    ],
 }
 """Family name -> the targets it contributes (``small``: a few)."""
+
+
+def _seeded_ints(n: int, count: int, low: int = 0) -> list[int]:
+    """``count`` distinct seeded integers in [low, 2^n) (fewer if the range is smaller)."""
+    values = np.random.default_rng(n).permutation(np.arange(low, 2**n))
+    return sorted(int(v) for v in values[:count])
+
+
+def _tableau(n: int, seed: int) -> dict[str, list[str]]:
+    from qiskit.quantum_info import random_clifford
+
+    return random_clifford(n, seed=seed).to_dict()
+
 
 BREADTH_FAMILIES: tuple[str, ...] = tuple(FAMILIES)
 

@@ -34,7 +34,10 @@ from rubriq.targets import Target, make_target
 from rubriq.targets.qft import PAPER_PHASES
 
 FORMATS = ("qasm2", "qasm3", "python")
-HELD_OUT_SIZES = {"qft": 8, "qpe": 7, "hamiltonian": 6, "encoding": 6, "multi_controlled": 7, "state": 8}
+HELD_OUT_SIZES = {
+    "qft": 8, "qpe": 7, "hamiltonian": 6, "encoding": 6,
+    "multi_controlled": 7, "state": 8, "oracle": 6, "arithmetic": 8, "qaoa": 6, "clifford": 4,
+}
 """Family -> the size whose every target goes to test (unseen sizes).  The primitives (one or
 two widths each, one target per wiring) are split at random like the rest."""
 

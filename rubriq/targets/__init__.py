@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rubriq.targets.algorithms import ALGORITHMS
+from rubriq.targets.arithmetic import ARITHMETIC
 from rubriq.targets.base import Target, TargetError
 from rubriq.targets.circuit import CircuitTarget
 from rubriq.targets.clifford import CLIFFORD_TARGETS
 from rubriq.targets.encoding import AmplitudeEncodingTarget, AngleEncodingTarget, BasisEncodingTarget
-from rubriq.targets.hamiltonian import HeisenbergTarget, TFIMTarget
+from rubriq.targets.hamiltonian import HeisenbergTarget, QAOATarget, TFIMTarget, XYTarget
 from rubriq.targets.primitives import PRIMITIVES
 from rubriq.targets.qft import QFTTarget, QPETarget
 from rubriq.targets.states import STATES
@@ -25,11 +27,15 @@ _REGISTERED: tuple[type[Target], ...] = (
     QPETarget,
     HeisenbergTarget,
     TFIMTarget,
+    XYTarget,
     AmplitudeEncodingTarget,
     AngleEncodingTarget,
     BasisEncodingTarget,
     *STATES,
     *PRIMITIVES,
+    *ALGORITHMS,
+    *ARITHMETIC,
+    QAOATarget,
     *CLIFFORD_TARGETS,
     CircuitTarget,
 )
@@ -49,6 +55,11 @@ ALIASES = {
     "graph": "graph_state",
     "clifford": "random_clifford",
     "tableau": "clifford_tableau",
+    "bv": "bernstein_vazirani",
+    "dj": "deutsch_jozsa",
+    "cuccaro": "cuccaro_adder",
+    "draper": "draper_adder",
+    "xy_chain": "xy",
 }
 
 
