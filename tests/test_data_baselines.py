@@ -77,6 +77,10 @@ def test_small_dataset_build(tmp_path, benchmarks_dir):
         "primitive",
         "multi_controlled",
         "state",
+        "oracle",
+        "arithmetic",
+        "qaoa",
+        "clifford",
     }
     assert set(report["prompts"]["families"]) == {r["algorithm"] for r in everything}
     # unseen sizes only in test

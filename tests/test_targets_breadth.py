@@ -648,3 +648,20 @@ def test_more_bad_parameters_fail_in_one_line(name, n, params, message):
     with pytest.raises(TargetError, match=re.escape(message)) as info:
         make_target(name, n, **params)
     assert "\n" not in str(info.value)
+
+
+def test_docs_table_lists_every_registered_target():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "targets.md").read_text(encoding="utf-8")
+    rows = {
+        name
+        for line in text.splitlines()
+        if line.startswith("| `")
+        for name in re.findall(r"`(\w+)`", line.split("|")[1])
+    }
+    assert set(TARGETS) <= rows, sorted(set(TARGETS) - rows)
+    assert (
+        "Thirty-two target families" in (Path(__file__).resolve().parents[1] / "README.md").read_text()
+        and len(TARGETS) == 32
+    )

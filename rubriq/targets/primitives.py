@@ -175,6 +175,7 @@ class ToffoliTarget(_WiredGate):
     name = "toffoli"
     summary = "Toffoli (CCX): flip the target when both controls are 1 (T-count 7)"
     arity, interchangeable, gate_name, known_t_count = 3, 2, "Toffoli", 7
+    min_qubits = 3
     parameters = {"wires": "control, control, target qubits (default [0, 1, 2])"}
 
     def gate_matrix(self):
@@ -204,6 +205,7 @@ class CCZTarget(_WiredGate):
     name = "ccz"
     summary = "CCZ: phase -1 on |111> of three qubits (T-count 7)"
     arity, interchangeable, gate_name, known_t_count = 3, 3, "CCZ", 7
+    min_qubits = 3
     parameters = {"wires": "the three qubits (symmetric; default [0, 1, 2])"}
 
     def gate_matrix(self):
@@ -231,6 +233,7 @@ class CSTarget(_WiredGate):
     name = "cs"
     summary = "controlled-S: phase i on |11> of two qubits (T-count 3)"
     arity, interchangeable, gate_name, known_t_count = 2, 2, "controlled-S", 3
+    min_qubits = 2
     parameters = {"wires": "the two qubits (symmetric; default [0, 1])"}
 
     def gate_matrix(self):
@@ -262,6 +265,7 @@ class CHTarget(_WiredGate):
     name = "ch"
     summary = "controlled-H: Hadamard on the target when the control is 1 (T-count 2)"
     arity, gate_name, known_t_count = 2, "controlled-H", 2
+    min_qubits = 2
     parameters = {"wires": "control, target qubits (default [0, 1])"}
 
     def gate_matrix(self):
@@ -298,6 +302,7 @@ class PeresTarget(_WiredGate):
     name = "peres"
     summary = "Peres gate: c ^= a AND b, then b ^= a (Toffoli then CNOT; T-count 7)"
     arity, gate_name, known_t_count = 3, "Peres", 7
+    min_qubits = 3
     parameters = {"wires": "a, b, c qubits (default [0, 1, 2])"}
 
     def gate_matrix(self):
