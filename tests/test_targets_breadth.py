@@ -665,3 +665,19 @@ def test_docs_table_lists_every_registered_target():
         "Thirty-two target families" in (Path(__file__).resolve().parents[1] / "README.md").read_text()
         and len(TARGETS) == 32
     )
+
+
+def test_adding_families_moves_no_other_target_between_splits():
+    from rubriq.data.prompts import PromptSpec, split_rows, synthesis_rows
+
+    def where(spec):
+        splits = split_rows(synthesis_rows(spec))
+        return {r["target"]: name for name, rows in splits.items() for r in rows}
+
+    base = dict(qft_sizes=(2, 3, 4, 5, 6, 7, 8), qpe_sizes=(3, 4), formats=("qasm2",), prompt_style="compact")
+    paper = where(PromptSpec(**base))
+    some = where(PromptSpec(**base, breadth=("toffoli", "peres")))
+    more = where(PromptSpec(**base, breadth=("toffoli", "ghz", "peres", "cs")))
+    assert {k: v for k, v in some.items() if k in paper} == paper
+    assert {k: v for k, v in more.items() if k in some} == some
+    assert len(more) > len(some) > len(paper)

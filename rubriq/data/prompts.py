@@ -164,14 +164,15 @@ def split_rows(rows: list[dict], seed: int = 42, held_out: dict[str, int] = HELD
     first: dict[str, dict] = {}
     for r in rows:
         first.setdefault(target_key(r), r)
-    keys = list(first)
-    test_keys = {k for k in keys if held_out.get(first[k]["family"]) == first[k]["num_qubits"]}
-    rest = [k for k in keys if k not in test_keys]
-    order = np.random.default_rng(seed).permutation(len(rest))
-    n_val, n_test = int(round(fractions[0] * len(rest))), int(round(fractions[1] * len(rest)))
-    val_keys = {rest[i] for i in order[:n_val]}
-    test_keys |= {rest[i] for i in order[n_val:n_val + n_test]}
-    where = {k: "test" if k in test_keys else "validation" if k in val_keys else "train" for k in keys}
+    # The paper's families are drawn together, as they always were; each breadth family
+    # (rubriq.data.catalog) is drawn on its own, so adding or removing one moves no other
+    # target between splits.
+    groups: dict[str, list[str]] = {}
+    for k, r in first.items():
+        groups.setdefault(r.get("algorithm") if r.get("algorithm") in BREADTH_FAMILIES else "", []).append(k)
+    where: dict[str, str] = {}
+    for keys in groups.values():
+        where.update(_draw(keys, first, seed, held_out, fractions))
     splits: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     for r in rows:
         splits[where[target_key(r)]].append(r)
@@ -198,6 +199,18 @@ def family_summary(splits: dict[str, list[dict]]) -> dict[str, dict[str, dict[st
         }
         for name in names
     }
+
+
+def _draw(keys: list[str], first: dict[str, dict], seed: int, held_out: dict[str, int],
+          fractions: tuple[float, float]) -> dict[str, str]:
+    """Split name per target key: held-out sizes to test, the rest ``fractions`` at random."""
+    test_keys = {k for k in keys if held_out.get(first[k]["family"]) == first[k]["num_qubits"]}
+    rest = [k for k in keys if k not in test_keys]
+    order = np.random.default_rng(seed).permutation(len(rest))
+    n_val, n_test = int(round(fractions[0] * len(rest))), int(round(fractions[1] * len(rest)))
+    val_keys = {rest[i] for i in order[:n_val]}
+    test_keys |= {rest[i] for i in order[n_val:n_val + n_test]}
+    return {k: "test" if k in test_keys else "validation" if k in val_keys else "train" for k in keys}
 
 
 def check_disjoint(splits: dict[str, list[dict]]) -> None:
