@@ -1,7 +1,7 @@
 """Fidelity benchmark: Qiskit Operator, Aer, our exact engine, our sampled estimator and the
 full `evaluate`, timed in ONE run on the same circuits (a benchmark, not a test).
 
-    .venv/bin/python benchmarks/bench_fidelity.py [--quick]
+    .venv/bin/python benchmarks/bench_fidelity.py [--quick | --clifford-only]
 
 Circuits (all transpiled to {h, cx, rz, sx, x} with optimization level 0): the textbook QFT,
 a random Clifford+T circuit (10 n gates from {h, s, t, tdg, cx}, seed 7), and a 2nd-order
@@ -11,6 +11,11 @@ simulated on the k input states).  Each cell is the median of several repetition
 skipped above 10 qubits (the issue measured ~250 s at n = 12).  From n = 10 on, every method
 gets one untimed warm-up call (first touch of large allocations).  Prints one table with absolute
 medians and ratios and writes it to benchmarks/results/fidelity.md.
+
+Exact Clifford checking (issue #27; ``--clifford-only`` runs just this case and rewrites only its
+section of fidelity.md): seeded random Cliffords of 4 to 200 qubits against their reference and
+a one-gate-off candidate, by stabilizer tableaux (rubriq.sim.clifford), by Qiskit's Clifford
+compositions, and by the sampled estimator (up to 20 qubits), side by side.
 """
 
 from __future__ import annotations
