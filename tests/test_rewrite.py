@@ -126,6 +126,7 @@ def test_without_qcec_rewrites_are_simulated(monkeypatch):
     qc = QuantumCircuit(2)
     qc.h(0)
     qc.cx(0, 1)
+    qc.t(1)  # not Clifford: a Clifford pair would be decided from tableaux (rubriq/sim/clifford.py), not simulated
     result = RubriQEvaluator(target_algorithm="circuit", target_qasm=qasm2.dumps(qc)).evaluate(qasm2.dumps(qc))
     assert result.fidelity_method == "exact" and result.fidelity_verdict is None
     assert result.process_fidelity == pytest.approx(1.0)

@@ -344,7 +344,7 @@ class SimonTarget(_Oracle):
         s = self.params["secret"]
         return [k for k in range(self.n) if s[self.n - 1 - k] == "1"]
 
-    def _f(self, x: int) -> int:
+    def _period_map(self, x: int) -> int:
         j = self._ones()[0]
         return x ^ (sum(1 << k for k in self._ones()) if (x >> j) & 1 else 0)
 
@@ -369,7 +369,7 @@ class SimonTarget(_Oracle):
         n = self.n
         h = _h_inputs(n, n)
         low = 2**n - 1
-        return h @ _permutation(self.dim, lambda v: v ^ (self._f(v & low) << n)) @ h
+        return h @ _permutation(self.dim, lambda v: v ^ (self._period_map(v & low) << n)) @ h
 
     def apply(self, states, deadline=None):
         from rubriq.circuit.gates import canonical_ops
