@@ -169,7 +169,8 @@ def split_rows(rows: list[dict], seed: int = 42, held_out: dict[str, int] = HELD
     # target between splits.
     groups: dict[str, list[str]] = {}
     for k, r in first.items():
-        groups.setdefault(r.get("algorithm") if r.get("algorithm") in BREADTH_FAMILIES else "", []).append(k)
+        name = r.get("algorithm")
+        groups.setdefault(name if isinstance(name, str) and name in BREADTH_FAMILIES else "", []).append(k)
     where: dict[str, str] = {}
     for keys in groups.values():
         where.update(_draw(keys, first, seed, held_out, fractions))
