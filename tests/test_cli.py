@@ -106,6 +106,13 @@ WALK = {
         ["CORRECT", "0.6979"],
     ),
     "rubriq targets": ([], 0, ["basis_encoding", "trotter_steps", "q[k]"]),
+    "rubriq score rubriq/examples/bell_psi_minus.qasm --target bell --param which=psi-": (
+        [],
+        0,
+        ["CORRECT: F_avg = 1"],
+    ),
+    "rubriq score rubriq/examples/bell_psi_minus.qasm --target stabilizer_state --qubits 2 --param "
+    '\'stabilizers=["-XX", "-ZZ"]\'': ([], 0, ["CORRECT: F_avg = 1"]),
     "rubriq doctor": ([], 0, ["seccomp"]),
     "rubriq data build --out data/": ([], 0, ["prompts", "skipped collection tcount", "rubriq data fetch"]),
     "rubriq data build --out data/ --suite-dir ../shared/benchmarks/tcount_suite/qasm": (

@@ -69,7 +69,20 @@ def test_small_dataset_build(tmp_path, benchmarks_dir):
     assert report["prompts"]["targets"] == {s: len(t) for s, t in targets.items()}
     assert not (targets["train"] & targets["test"]) and not (targets["train"] & targets["validation"])
     assert {r["format"] for r in everything} == {"qasm2", "qasm3", "python"}
-    assert {r["family"] for r in everything} == {"qft", "qpe", "hamiltonian", "encoding"}
+    assert {r["family"] for r in everything} == {
+        "qft",
+        "qpe",
+        "hamiltonian",
+        "encoding",
+        "primitive",
+        "multi_controlled",
+        "state",
+        "oracle",
+        "arithmetic",
+        "qaoa",
+        "clifford",
+    }
+    assert set(report["prompts"]["families"]) == {r["algorithm"] for r in everything}
     # unseen sizes only in test
     for split in ("train", "validation"):
         assert all(HELD_OUT_SIZES.get(r["family"]) != r["num_qubits"] for r in rows[split])

@@ -128,6 +128,7 @@ def test_without_qcec_rewrites_are_simulated(monkeypatch):
     qc = QuantumCircuit(2)
     qc.h(0)
     qc.cx(0, 1)
+    qc.t(1)  # not Clifford: a Clifford pair would be decided from tableaux (rubriq/sim/clifford.py), not simulated
     evaluator = RubriQEvaluator(target_algorithm="circuit", target_qasm=qasm2.dumps(qc))
     result = evaluator.evaluate(qasm2.dumps(qc))  # cheap: decided by exact simulation, qcec not needed
     assert result.fidelity_method == "exact" and result.fidelity_verdict == "equivalent"

@@ -217,6 +217,8 @@ def check_target(name: str | None, qubits: int | None, flag: str = "--target") -
     if name is None or name == "circuit":
         return
     cls = TARGETS[name]
+    if qubits is None and cls.default_width({}) is not None:
+        return  # a fixed-width gate or state (toffoli, bell): the library picks the width
     check(
         qubits is not None,
         "--qubits",

@@ -73,6 +73,20 @@ def data_build(
             escape(skipped),
         )
     console.print(table)
+    families = report.get("prompts", {}).get("families", {})
+    if families:
+        per_family = new_table(
+            "prompts per target family (train/validation/test)", "family", "rows", "targets", keep_whole=("family",)
+        )
+        for family, info in families.items():
+            per_family.add_row(
+                family,
+                *(
+                    "/".join(str(info[what].get(k, 0)) for k in ("train", "validation", "test"))
+                    for what in ("rows", "targets")
+                ),
+            )
+        console.print(per_family)
     for name, why in report.get("unavailable", {}).items():
         console.print(f"skipped collection {name}: {why}", markup=False)
 

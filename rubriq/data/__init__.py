@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rubriq.data.prompts import PromptSpec, rewrite_rows, save_splits, split_rows, split_summary, synthesis_rows
+from rubriq.data.prompts import (
+    PromptSpec,
+    family_summary,
+    rewrite_rows,
+    save_splits,
+    split_rows,
+    split_summary,
+    synthesis_rows,
+)
 from rubriq.data.suites import load_collection, stratify
 
 
@@ -26,7 +34,7 @@ def build_all(out: Path, small: bool = False, collections: tuple[str, ...] = COL
         raise ValueError(f"unknown collection(s) {', '.join(unknown)}; use {', '.join(COLLECTIONS)}")
     out = Path(out)
     report: dict = {}
-    spec = PromptSpec.small() if small else PromptSpec()
+    spec = PromptSpec.small() if small else PromptSpec.default()
     splits = split_rows(synthesis_rows(spec), seed=seed)
     loaded: dict[str, tuple[list, dict]] = {}
     unavailable: dict[str, str] = {}
@@ -38,6 +46,7 @@ def build_all(out: Path, small: bool = False, collections: tuple[str, ...] = COL
             unavailable[name] = str(exc)  # says how to get it
     save_splits(splits, out / "prompts")
     report["prompts"] = _split_report(splits)
+    report["prompts"]["families"] = family_summary(splits)
     for name, (circuits, skipped) in loaded.items():
         selected, buckets = stratify(circuits, total=(30 if small else total), seed=seed)
         rows = rewrite_rows(selected)

@@ -10,7 +10,10 @@ Rows carry everything the reward function needs, so the training loop never gues
 Synthesis families: QFT on 2-8 qubits; QPE on 3-7 qubits with eigenphases {0.125, 0.25,
 0.375, 0.5, 0.75}; Hamiltonian simulation (Heisenberg XXX and transverse-field Ising, 2-6
 qubits, t in {0.25, 0.5, 1.0}); data encodings (amplitude, angle, basis; 2-6 qubits, seeded
-data).  Splits (seed 42) are by *target* (family, size and parameters): all output formats of
+data).  The breadth families (issue #27: Clifford+T primitives, entangled states, oracles,
+arithmetic, QAOA, XY chain, Clifford tableaux; ``rubriq.data.catalog``, docs/targets.md) are
+added by ``PromptSpec.breadth``; ``PromptSpec.default()``, what ``rubriq data build`` writes,
+has them all, ``PromptSpec()`` alone is the paper's dataset.  Splits (seed 42) are by *target* (family, size and parameters): all output formats of
 one target land in the same split.  Every target of the largest size of each family (QFT 8,
 QPE 7, Hamiltonians 6, encodings 6) goes to ``test`` to measure generalization to unseen
 sizes; the remaining targets are split 80/10/10 into train/validation/test.
@@ -27,12 +30,18 @@ import numpy as np
 from qiskit import qasm2
 
 from rubriq.data.rewrites import RewriteGeneratorSpec
+from rubriq.data.catalog import BREADTH_FAMILIES, breadth_targets
 from rubriq.data.suites import SuiteCircuit, bucket_of
 from rubriq.targets import Target, make_target
 from rubriq.targets.qft import PAPER_PHASES
 
 FORMATS = ("qasm2", "qasm3", "python")
-HELD_OUT_SIZES = {"qft": 8, "qpe": 7, "hamiltonian": 6, "encoding": 6}
+HELD_OUT_SIZES = {
+    "qft": 8, "qpe": 7, "hamiltonian": 6, "encoding": 6,
+    "multi_controlled": 7, "state": 8, "oracle": 6, "arithmetic": 8, "qaoa": 6, "clifford": 4,
+}
+"""Family -> the size whose every target goes to test (unseen sizes).  The primitives (one or
+two widths each, one target per wiring) are split at random like the rest."""
 
 
 @dataclass(frozen=True)
@@ -56,12 +65,23 @@ class PromptSpec:
     small_rewrites: tuple[RewriteGeneratorSpec, ...] = ()
     """Generated small rewrite-with-fewer-T tasks (``rewrites.py``; OpenQASM 2.0 only, the
     circuit is the prompt); each circuit is its own target for the split."""
+    breadth: tuple[str, ...] = ()
+    """Breadth families to add (``rubriq.data.catalog.BREADTH_FAMILIES``: toffoli, ccz, cs, ch,
+    peres, mcx, mcz, ghz, ...); () for the paper's families only."""
+    breadth_small: bool = False
+    """A few targets per breadth family instead of all."""
+
+    @classmethod
+    def default(cls) -> "PromptSpec":
+        """The paper's families and every breadth family (``rubriq data build``)."""
+        return cls(breadth=BREADTH_FAMILIES)
 
     @classmethod
     def small(cls) -> "PromptSpec":
         """A few rows per family (tests, the CPU quickstart)."""
         return cls(qft_sizes=(2, 3, 8), qpe_sizes=(3, 7), qpe_phases=(0.25, 0.5), hamiltonian_sizes=(2, 6),
-                   hamiltonian_times=(0.5,), encoding_sizes=(2, 6), encoding_seeds=(0,))
+                   hamiltonian_times=(0.5,), encoding_sizes=(2, 6), encoding_seeds=(0,), breadth=BREADTH_FAMILIES,
+                   breadth_small=True)
 
 
 def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
@@ -76,6 +96,7 @@ def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
     from rubriq.targets import target_from_spec
 
     targets += [target_from_spec(dict(extra)) for extra in spec.extra_targets]
+    targets += breadth_targets(spec.breadth, small=spec.breadth_small)
     # two seeds can draw the same data (a 2-qubit basis encoding has 4 values): one row set per target
     unique = {json.dumps(t.spec(), sort_keys=True): t for t in reversed(targets)}
     return [t for t in targets if unique[json.dumps(t.spec(), sort_keys=True)] is t]
@@ -159,14 +180,19 @@ def split_rows(rows: list[dict], seed: int = 42, held_out: dict[str, int] = HELD
     first: dict[str, dict] = {}
     for r in rows:
         first.setdefault(target_key(r), r)
-    keys = list(first)
-    test_keys = {k for k in keys if held_out.get(first[k]["family"]) == first[k]["num_qubits"]}
-    rest = [k for k in keys if k not in test_keys]
-    order = np.random.default_rng(seed).permutation(len(rest))
-    n_val, n_test = int(round(fractions[0] * len(rest))), int(round(fractions[1] * len(rest)))
-    val_keys = {rest[i] for i in order[:n_val]}
-    test_keys |= {rest[i] for i in order[n_val:n_val + n_test]}
-    where = {k: "test" if k in test_keys else "validation" if k in val_keys else "train" for k in keys}
+    # The paper's families are drawn together, as they always were; each breadth family
+    # (rubriq.data.catalog) and the small rewrite tasks (rewrites.py) are drawn on their own, so
+    # adding or removing one moves no other target between splits.
+    groups: dict[str, list[str]] = {}
+    for k, r in first.items():
+        name = r.get("algorithm")
+        group = name if isinstance(name, str) and name in BREADTH_FAMILIES else ""
+        if r.get("family") == "rewrite_small":
+            group = "rewrite_small"
+        groups.setdefault(group, []).append(k)
+    where: dict[str, str] = {}
+    for keys in groups.values():
+        where.update(_draw(keys, first, seed, held_out, fractions))
     splits: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     for r in rows:
         splits[where[target_key(r)]].append(r)
@@ -176,6 +202,35 @@ def split_rows(rows: list[dict], seed: int = 42, held_out: dict[str, int] = HELD
 def split_summary(splits: dict[str, list[dict]]) -> dict[str, dict[str, int]]:
     """Rows and distinct targets per split."""
     return {name: {"rows": len(rows), "targets": len({target_key(r) for r in rows})} for name, rows in splits.items()}
+
+
+def family_summary(splits: dict[str, list[dict]]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per target name (``algorithm``): rows and distinct targets in each split.
+
+    >>> rows = {"train": [{"algorithm": "ghz", "target": "a"}, {"algorithm": "ghz", "target": "a"}], "test": []}
+    >>> family_summary(rows)
+    {'ghz': {'rows': {'train': 2, 'test': 0}, 'targets': {'train': 1, 'test': 0}}}
+    """
+    names = sorted({r["algorithm"] for rows in splits.values() for r in rows})
+    return {
+        name: {
+            "rows": {s: sum(1 for r in rows if r["algorithm"] == name) for s, rows in splits.items()},
+            "targets": {s: len({target_key(r) for r in rows if r["algorithm"] == name}) for s, rows in splits.items()},
+        }
+        for name in names
+    }
+
+
+def _draw(keys: list[str], first: dict[str, dict], seed: int, held_out: dict[str, int],
+          fractions: tuple[float, float]) -> dict[str, str]:
+    """Split name per target key: held-out sizes to test, the rest ``fractions`` at random."""
+    test_keys = {k for k in keys if held_out.get(first[k]["family"]) == first[k]["num_qubits"]}
+    rest = [k for k in keys if k not in test_keys]
+    order = np.random.default_rng(seed).permutation(len(rest))
+    n_val, n_test = int(round(fractions[0] * len(rest))), int(round(fractions[1] * len(rest)))
+    val_keys = {rest[i] for i in order[:n_val]}
+    test_keys |= {rest[i] for i in order[n_val:n_val + n_test]}
+    return {k: "test" if k in test_keys else "validation" if k in val_keys else "train" for k in keys}
 
 
 def check_disjoint(splits: dict[str, list[dict]]) -> None:

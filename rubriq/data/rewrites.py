@@ -33,6 +33,8 @@ import numpy as np
 from qiskit import QuantumCircuit, qasm2
 
 REDUNDANCY_KINDS = ("adjacent", "commuting", "parity")
+Gate = tuple[str, tuple[int, ...]]
+"""A gate as (QuantumCircuit method name, qubits)."""
 PAIRS = {
     # (first, second) -> the Clifford gate they equal (None: the identity)
     ("t", "tdg"): None,
@@ -64,8 +66,8 @@ class Planted:
     """One planted redundancy: its kind, the gates as written in the circuit and as reduced."""
 
     kind: str
-    written: list[tuple[str, tuple[int, ...]]]
-    reduced: list[tuple[str, tuple[int, ...]]]
+    written: list[Gate]
+    reduced: list[Gate]
 
 
 @dataclass
@@ -112,9 +114,9 @@ def _t_count(circuit: QuantumCircuit) -> int:
     return t_count(canonical_ops(circuit))
 
 
-def _core(rng: np.random.Generator, n: int, gates: int, t_fraction: float) -> list[tuple[str, tuple[int, ...]]]:
+def _core(rng: np.random.Generator, n: int, gates: int, t_fraction: float) -> list[Gate]:
     """Random Clifford+T gates with an H (or a CX target) between two T-type gates on a qubit."""
-    out: list[tuple[str, tuple[int, ...]]] = []
+    out: list[Gate] = []
     last_phase = [False] * n  # whether the last gate touching the qubit's Z basis was a T-type gate
     while len(out) < gates:
         q = int(rng.integers(n))
@@ -137,9 +139,9 @@ def _core(rng: np.random.Generator, n: int, gates: int, t_fraction: float) -> li
     return out
 
 
-def _commuting_gates(rng: np.random.Generator, n: int, q: int) -> list[tuple[str, tuple[int, ...]]]:
+def _commuting_gates(rng: np.random.Generator, n: int, q: int) -> list[Gate]:
     """1-3 gates that commute with a Z rotation on ``q``."""
-    gates: list[tuple[str, tuple[int, ...]]] = []
+    gates: list[Gate] = []
     for _ in range(int(rng.integers(1, 4))):
         others = [x for x in range(n) if x != q]
         r = rng.random()
@@ -156,6 +158,8 @@ def _commuting_gates(rng: np.random.Generator, n: int, q: int) -> list[tuple[str
 def _plant(rng: np.random.Generator, n: int, kind: str) -> Planted:
     (first, second), clifford = list(PAIRS.items())[int(rng.integers(len(PAIRS)))]
     q = int(rng.integers(n))
+    written: list[Gate]
+    reduced: list[Gate]
     if kind == "adjacent":
         written = [(first, (q,)), (second, (q,))]
         reduced = [] if clifford is None else [(clifford, (q,))]
@@ -167,7 +171,8 @@ def _plant(rng: np.random.Generator, n: int, kind: str) -> Planted:
         if n < 2:
             return _plant(rng, n, "adjacent")
         a, b = (int(x) for x in rng.choice(n, size=2, replace=False))
-        middle = [(str(rng.choice(["h", "s", "x"])), (o,)) for o in range(n) if o not in (a, b)][:1]
+        between: list[Gate] = [(str(rng.choice(["h", "s", "x"])), (o,)) for o in range(n) if o not in (a, b)]
+        middle = between[:1]
         written = [("cx", (a, b)), (first, (b,)), ("cx", (a, b)), *middle, ("cx", (a, b)), (second, (b,)), ("cx", (a, b))]
         reduced = middle + ([] if clifford is None else [("cx", (a, b)), (clifford, (b,)), ("cx", (a, b))])
     else:

@@ -272,7 +272,15 @@ def completion_limits(target: Target, extraction: ExtractionConfig) -> Extractio
     """
     qasm = target.params.get("qasm") if target.family == "circuit" else None
     if not isinstance(qasm, str):
-        return extraction
+        room = target.completion_size()  # wide targets (a 100-qubit Clifford) say what a correct answer needs
+        if room is None:
+            return extraction
+        return dataclasses.replace(
+            extraction,
+            max_qasm_bytes=max(extraction.max_qasm_bytes, room[0]),
+            max_qubits=max(extraction.max_qubits, target.num_qubits),
+            max_gates=max(extraction.max_gates, room[1]),
+        )
     gates = getattr(target, "ops", ())
     return dataclasses.replace(
         extraction,

@@ -24,6 +24,10 @@ cost, not by kind:
   when neither fits (too wide, too slow), F_process = 0 with the verdict and the reason in
   ``note``.
 
+Clifford first (``clifford.py``): when ``target.clifford()`` exists and the candidate's gates
+are all Clifford, the fidelity is computed exactly from stabilizer tableaux (method
+``clifford``), at any width, before any of the above; other candidates take the paths above.
+
 Wider circuits than ``target + max_ancillas`` are refused before any simulation.
 """
 
@@ -50,6 +54,19 @@ def compute_fidelity(facts, target, cfg: FidelityConfig, deadline=None, memory_m
         raise SimulationTooLargeError(
             f"circuit has {n_c} qubits for a {n_t}-qubit target (at most {cfg.max_ancillas} ancillas)"
         )
+    # -- exact Clifford check (issue #27, rubriq/sim/clifford.py): a Clifford candidate for a
+    # Clifford target is decided from stabilizer tableaux, exactly, at any width --------------
+    from rubriq.sim.clifford import clifford_fidelity
+
+    tableau = clifford_fidelity(facts, target)
+    if tableau is not None:
+        return tableau
+    if target.kind == "state" and max(n_c, n_t) > cfg.max_state_qubits:
+        raise SimulationTooLargeError(
+            f"{max(n_c, n_t)} qubits exceed the state-simulation cap of {cfg.max_state_qubits} "
+            "(only Clifford candidates of stabilizer-state targets are scored beyond it)"
+        )
+    # -- end of the Clifford check ------------------------------------------------------------
     if certified_first(target, cfg) and n_c <= n_t:
         decided = _cheap_exact(facts, target, cfg, deadline, memory_mb)
         if decided is not None:

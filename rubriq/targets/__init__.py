@@ -11,25 +11,35 @@ from __future__ import annotations
 
 from typing import Any
 
+from rubriq.targets.algorithms import ALGORITHMS
+from rubriq.targets.arithmetic import ARITHMETIC
 from rubriq.targets.base import Target, TargetError
 from rubriq.targets.circuit import CircuitTarget
+from rubriq.targets.clifford import CLIFFORD_TARGETS
 from rubriq.targets.encoding import AmplitudeEncodingTarget, AngleEncodingTarget, BasisEncodingTarget
-from rubriq.targets.hamiltonian import HeisenbergTarget, TFIMTarget
+from rubriq.targets.hamiltonian import HeisenbergTarget, QAOATarget, TFIMTarget, XYTarget
+from rubriq.targets.primitives import PRIMITIVES
 from rubriq.targets.qft import QFTTarget, QPETarget
+from rubriq.targets.states import STATES
 
-TARGETS: dict[str, type[Target]] = {
-    cls.name: cls
-    for cls in (
-        QFTTarget,
-        QPETarget,
-        HeisenbergTarget,
-        TFIMTarget,
-        AmplitudeEncodingTarget,
-        AngleEncodingTarget,
-        BasisEncodingTarget,
-        CircuitTarget,
-    )
-}
+_REGISTERED: tuple[type[Target], ...] = (
+    QFTTarget,
+    QPETarget,
+    HeisenbergTarget,
+    TFIMTarget,
+    XYTarget,
+    AmplitudeEncodingTarget,
+    AngleEncodingTarget,
+    BasisEncodingTarget,
+    *STATES,
+    *PRIMITIVES,
+    *ALGORITHMS,
+    *ARITHMETIC,
+    QAOATarget,
+    *CLIFFORD_TARGETS,
+    CircuitTarget,
+)
+TARGETS: dict[str, type[Target]] = {cls.name: cls for cls in _REGISTERED}
 
 ALIASES = {
     "ising": "tfim",
@@ -38,6 +48,18 @@ ALIASES = {
     "angle": "angle_encoding",
     "basis": "basis_encoding",
     "hamiltonian": "heisenberg",
+    "ccx": "toffoli",
+    "controlled_s": "cs",
+    "controlled_h": "ch",
+    "w": "w_state",
+    "graph": "graph_state",
+    "clifford": "random_clifford",
+    "tableau": "clifford_tableau",
+    "bv": "bernstein_vazirani",
+    "dj": "deutsch_jozsa",
+    "cuccaro": "cuccaro_adder",
+    "draper": "draper_adder",
+    "xy_chain": "xy",
 }
 
 
@@ -49,6 +71,8 @@ def make_target(name: str, num_qubits: int | None = None, **params: Any) -> Targ
         raise TargetError(f"unknown target {name!r}; known: {', '.join(sorted(TARGETS))}")
     if cls is CircuitTarget:
         return cls(num_qubits, **params)
+    if num_qubits is None:
+        num_qubits = cls.default_width(params)
     if num_qubits is None:
         raise TargetError(f"target {key!r} needs num_qubits")
     return cls(num_qubits, **params)

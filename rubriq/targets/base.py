@@ -66,6 +66,10 @@ class Target(ABC):
     """Largest width for which ``unitary()`` builds the dense 2^n x 2^n matrix."""
     reference_is_exact: ClassVar[bool] = True
     """Whether ``reference_circuit()`` implements the target exactly (certified backends)."""
+    max_dense_state_qubits: ClassVar[int] = 26
+    """Largest width for which ``state()`` builds the dense 2^n state vector."""
+    default_qubits: ClassVar[int | None] = None
+    """Width used when ``make_target`` gets no ``num_qubits`` (fixed-width gates: Toffoli 3)."""
 
     def __init__(self, num_qubits: int, **params: Any) -> None:
         if not isinstance(num_qubits, int) or isinstance(num_qubits, bool):
@@ -90,6 +94,32 @@ class Target(ABC):
     @abstractmethod
     def description(self) -> str:
         """What to build, with the target's own conventions (one paragraph)."""
+
+    @classmethod
+    def default_width(cls, params: dict[str, Any]) -> int | None:
+        """The width ``make_target`` uses when it gets no ``num_qubits`` (None: it must be given)."""
+        return cls.default_qubits
+
+    def short_description(self) -> str:
+        """The compact prompt's statement of the task (one or two sentences); defaults to
+        :meth:`description`."""
+        return self.description()
+
+    def clifford(self):
+        """The target as a Clifford, or None when it is not one (the default).
+
+        Unitary targets: a ``qiskit.quantum_info.Clifford`` equal to the target unitary up to a
+        global phase.  State targets: a Clifford C with C|0...0> = the target state up to a
+        phase (a stabilizer state).  Candidates for such targets that are Clifford circuits
+        themselves are scored exactly from stabilizer tableaux at any width
+        (``rubriq.sim.clifford``)."""
+        return None
+
+    def completion_size(self) -> tuple[int, int] | None:
+        """(QASM bytes, canonical gates) a correct completion may need beyond the extraction
+        defaults, or None; wide targets (a 100-qubit Clifford) say so here so that the
+        evaluator's caps let a correct answer in."""
+        return None
 
     @abstractmethod
     def _build_reference(self) -> QuantumCircuit: ...
@@ -143,6 +173,11 @@ class Target(ABC):
         """The target state (read-only, computed once)."""
         if self.kind != "state":
             raise TargetError(f"{self.name} is a unitary target")
+        if self.num_qubits > self.max_dense_state_qubits:
+            raise TargetError(
+                f"{self.name}: no dense state above {self.max_dense_state_qubits} qubits "
+                "(Clifford candidates of a stabilizer-state target are scored from tableaux)"
+            )
         return self._state
 
     def reference_circuit(self) -> QuantumCircuit:
@@ -175,7 +210,7 @@ class Target(ABC):
             return [
                 {
                     "role": "user",
-                    "content": f"{self.description()} {COMPACT_CONVENTION} Reply with "
+                    "content": f"{self.short_description()} {COMPACT_CONVENTION} Reply with "
                     f"{COMPACT_FORMATS[output_format]} only.",
                 }
             ]

@@ -104,3 +104,12 @@ class CircuitTarget(Target):
 
     def _build_reference(self):
         return self.circuit.copy()
+
+    def clifford(self):
+        """The target circuit's Clifford when every gate is Clifford (computed once), else None."""
+        if "_clifford" not in self.__dict__:
+            from rubriq.sim.clifford import clifford_codes, clifford_of_codes
+
+            codes = clifford_codes(self.ops)
+            self.__dict__["_clifford"] = None if codes is None else clifford_of_codes(codes, self.num_qubits)
+        return self.__dict__["_clifford"]
