@@ -1,25 +1,29 @@
-"""GRPO step time on the embedded SmolLM2-135M, TRL defaults vs the quickstart setup
-(a benchmark, not a test).
+"""GRPO step cost on the embedded SmolLM2-135M: the quickstart step as it was vs the faster step,
+side by side in ONE run (a benchmark, not a test).
 
-    .venv/bin/python benchmarks/bench_grpo_step.py [--steps 3] [--model runs/quickstart/train/sft/model]
+    .venv/bin/python benchmarks/bench_grpo_step.py [--steps 4] [--model DIR] [--data DIR]
 
-Runs ``--steps`` GRPO steps (N = 8 completions of one prompt per step) for each setting, in one
-process, and prints the mean step time split into generation / reward / update, side by side:
+Settings (same model, same prompts, same seed, same sampling):
 
-* ``trl-defaults``: GRPOConfig defaults, the paper's full prompts, LoRA r=16 on every layer,
-  256-token completions, plain ``generate``; but bf16 and gradient checkpointing OFF unless
-  ``--bf16``: with TRL's bf16 default this AVX2-only CPU did not finish one step in 10 minutes
-  (bf16 is emulated), which would make the comparison meaningless;
-* ``quickstart``: configs/quickstart_cpu.yaml (bf16 and checkpointing off, compact prompts,
-  128-token completions, LoRA on the top 12 layers, shared-prompt pre-fill).
+* ``before``: the quickstart's GRPO settings as they were (configs/quickstart_cpu.yaml: 2 prompts x
+  N = 4 = 8 completions per step, LoRA on the top 12 layers, shared-prompt pre-fill), policy in
+  float32, completions not ended after their code block, zero-variance groups in the update;
+* ``after``: the same with ``model.precision: auto`` (bfloat16 on a CPU with AVX512-BF16 / AMX),
+  completions ended after their code block and zero-variance groups dropped from the update;
+* ``after, 16 per step``: the same with 4 prompts x N = 4 in one generation batch.
 
-Use the SFT model of a quickstart run (``--model``, default when it exists) so that completions
-end with the code block as they do in training.  Writes benchmarks/results/grpo_step.md.
+Each runs ``--steps`` GRPO steps; the table gives the mean step time split into generation /
+reward / update, the completion tokens, and the cost **per completion** and per completion
+token, with the speed-up over ``before``.  It also reports how far bfloat16 log-probabilities
+are from float32 ones on one batch of completions (the policy's own sampled completions).
+Writes benchmarks/results/grpo_step.md.  The model: an SFT warm-start folder (``--model``; by
+default the learning study's, else the quickstart's), so that completions look like training's.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -28,46 +32,39 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+SETTINGS = {
+    "before": {"precision": "float32", "end_after_code_block": False, "skip": False, "batch": 8},
+    "after": {"precision": "auto", "end_after_code_block": True, "skip": True, "batch": 8},
+    "after, 16 per step": {"precision": "auto", "end_after_code_block": True, "skip": True, "batch": 16},
+}
 
-def run(settings_name: str, model_path: str, steps: int, work: Path, bf16: bool = False) -> dict:
-    from rubriq.data.prompts import PromptSpec, synthesis_rows
+
+def _rows(data: str | None) -> list[dict]:
+    from rubriq.config import from_dict
+    from rubriq.data.prompts import PromptSpec, load_split, synthesis_rows
+    from rubriq.training.config import TrainSettings
+
+    if data:
+        return load_split(data, "train")
+    qs = TrainSettings.from_yaml(ROOT / "configs" / "quickstart_cpu.yaml")
+    spec = {k: v for k, v in qs.data.build.items() if k not in ("held_out", "fractions", "seed")}
+    return synthesis_rows(from_dict(PromptSpec, spec))
+
+
+def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) -> dict:
     from rubriq.training.config import TrainSettings
     from rubriq.training.grpo import build_grpo_trainer
-    from rubriq.training.models import load_model, load_tokenizer
+    from rubriq.training.models import load_model, load_tokenizer, to_policy_precision
     from rubriq.training.rewards import RubricRewards
     from rubriq.training.train_rubriq import lora_kwargs
 
+    s = SETTINGS[name]
     qs = TrainSettings.from_yaml(ROOT / "configs" / "quickstart_cpu.yaml")
-    spec = dict(qs.data.build)
-    for k in ("held_out", "fractions", "seed"):
-        spec.pop(k, None)
-    if settings_name == "trl-defaults":
-        spec["prompt_style"] = "full"
-        grpo = {
-            "per_device_train_batch_size": 8,
-            "num_generations": 8,
-            "max_completion_length": 256,
-            "use_cpu": True,
-            "learning_rate": 5e-5,
-        }
-        if not bf16:
-            grpo.update(bf16=False, gradient_checkpointing=False)
-        lora = {
-            "r": 16,
-            "lora_alpha": 32,
-            "lora_dropout": 0.05,
-            "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"],
-        }
-        prefill = False
-    else:
-        grpo = dict(qs.grpo)
-        lora = lora_kwargs(qs)
-        prefill = qs.shared_prompt_prefill
-    from rubriq.config import from_dict
-
-    rows = synthesis_rows(from_dict(PromptSpec, spec))
+    grpo = dict(qs.grpo)
     grpo.update(
-        output_dir=str(work / settings_name),
+        per_device_train_batch_size=s["batch"],
+        num_generations=4,
+        output_dir=str(work / name.replace(" ", "_").replace(",", "")),
         max_steps=steps,
         logging_steps=1,
         save_strategy="no",
@@ -76,57 +73,115 @@ def run(settings_name: str, model_path: str, steps: int, work: Path, bf16: bool 
     )
     tokenizer = load_tokenizer()
     trainer = build_grpo_trainer(
-        load_model(model_path),
+        to_policy_precision(load_model(model_path), s["precision"]),
         tokenizer,
         rows,
         RubricRewards(qs.rubric),
         grpo_args=grpo,
-        lora=lora,
-        shared_prompt_prefill=prefill,
+        lora=lora_kwargs(qs),
+        shared_prompt_prefill=True,
+        end_after_code_block=s["end_after_code_block"],
+        skip_zero_variance_groups=s["skip"],
     )
     trainer.train()
     logs = [x for x in trainer.state.log_history if "step_time" in x]
-    mean = lambda k: statistics.fmean(x[k] for x in logs if x.get(k) is not None)  # noqa: E731
+
+    def mean(k: str) -> float:
+        values = [x[k] for x in logs if x.get(k) is not None]
+        return statistics.fmean(values) if values else float("nan")
+
+    per_step = s["batch"]
+    step = mean("step_time")
+    tokens = mean("completions/mean_length")
     return {
-        "setting": settings_name,
+        "setting": name,
         "steps": len(logs),
-        "step": mean("step_time"),
+        "completions": per_step,
+        "step": step,
         "generation": mean("timing/generation_s"),
         "reward": mean("timing/reward_s"),
         "update": mean("timing/update_s"),
-        "tokens": mean("completions/mean_length"),
-        "tokens_per_s": mean("tokens_per_s"),
+        "tokens": tokens,
+        "skipped": mean("dynamic_sampling/skipped_groups") if s["skip"] else 0.0,
+        "per_completion": step / per_step,
+        "per_token_ms": 1000 * step / (per_step * tokens),
     }
+
+
+def logprob_difference(model_path: str, rows: list[dict], n: int = 8) -> dict:
+    """Max and mean |log p_bf16 - log p_fp32| per completion token on ``n`` sampled completions."""
+    import torch
+
+    from rubriq.evaluation.sampling import generate
+    from rubriq.training.models import load_model, load_tokenizer
+
+    tokenizer = load_tokenizer()
+    fp32 = load_model(model_path)
+    records = generate(fp32, tokenizer, rows[:n], samples=1, max_new_tokens=160, temperature=1.0, seed=3, progress=False)
+    texts = [
+        tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
+        for r in rows[:n]
+    ]
+    tokenizer.padding_side = "right"
+    full = tokenizer([t + rec.text for t, rec in zip(texts, records, strict=True)], return_tensors="pt", padding=True)
+    starts = [len(tokenizer(t)["input_ids"]) for t in texts]
+
+    def logps(model) -> torch.Tensor:
+        with torch.no_grad():
+            logits = model(**full).logits.float()
+        lp = torch.log_softmax(logits[:, :-1], -1).gather(-1, full["input_ids"][:, 1:, None])[..., 0]
+        return lp
+
+    a, b = logps(fp32), logps(load_model(model_path, dtype=torch.bfloat16))
+    mask = full["attention_mask"][:, 1:].clone()
+    for i, start in enumerate(starts):
+        mask[i, : start - 1] = 0  # completion tokens only
+    diff = (a - b).abs()[mask.bool()]
+    return {"tokens": int(mask.sum()), "max": float(diff.max()), "mean": float(diff.mean())}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=3)
-    default = ROOT / "runs" / "quickstart" / "train" / "sft" / "model"
-    parser.add_argument("--model", default=str(default) if default.is_dir() else "embedded")
-    parser.add_argument("--bf16", action="store_true", help="keep TRL's bf16 + checkpointing defaults in the baseline")
+    parser.add_argument("--steps", type=int, default=4)
+    learning = ROOT / "runs" / "studies" / "learning"
+    quick = ROOT / "runs" / "quickstart" / "train" / "sft" / "model"
+    default_model = learning / "sft" / "model" if (learning / "sft" / "model").is_dir() else quick
+    parser.add_argument("--model", default=str(default_model))
+    parser.add_argument("--data", default=str(learning / "data") if (learning / "data").is_dir() else None)
     args = parser.parse_args()
+    from rubriq.training.models import cpu_bf16_units
+
+    rows = _rows(args.data)
     with tempfile.TemporaryDirectory() as tmp:
-        results = [run(name, args.model, args.steps, Path(tmp), args.bf16) for name in ("trl-defaults", "quickstart")]
-    base = results[0]["step"]
+        results = [run(name, args.model, rows, args.steps, Path(tmp)) for name in SETTINGS]
+    lp = logprob_difference(args.model, rows)
+    base = results[0]["per_completion"]
     lines = [
-        f"GRPO step on the embedded SmolLM2-135M, model {args.model}, N = 8, "
-        f"{args.steps} steps each, 2-core CPU; seconds (means); baseline bf16 "
-        f"{'on' if args.bf16 else 'off'}",
+        f"GRPO step on the embedded SmolLM2-135M, model `{args.model}`, data `{args.data or 'quickstart prompts'}`, "
+        f"{args.steps} steps per setting in one run, {os.cpu_count()} cores "
+        f"(bf16 units: {cpu_bf16_units() or 'none'}); seconds are means over steps.",
         "",
-        "| setting | step | generation | reward | update | completion tokens | tokens/s | speed-up |",
-        "|---|---|---|---|---|---|---|---|",
+        "| setting | completions / step | step | generation | reward | update | completion tokens | "
+        "skipped groups | s per completion | ms per completion token | speed-up per completion |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         lines.append(
-            f"| {r['setting']} | {r['step']:.1f} | {r['generation']:.1f} | {r['reward']:.2f} | "
-            f"{r['update']:.1f} | {r['tokens']:.0f} | {r['tokens_per_s']:.1f} | {base / r['step']:.1f}x |"
+            f"| {r['setting']} | {r['completions']} | {r['step']:.1f} | {r['generation']:.1f} | {r['reward']:.2f} | "
+            f"{r['update']:.1f} | {r['tokens']:.0f} | {r['skipped']:.2f} | {r['per_completion']:.2f} | "
+            f"{r['per_token_ms']:.1f} | {base / r['per_completion']:.1f}x |"
         )
+    lines += [
+        "",
+        f"bfloat16 vs float32 log-probabilities of {lp['tokens']} sampled completion tokens: max |difference| "
+        f"{lp['max']:.3f}, mean {lp['mean']:.4f} nats (the bf16 policy samples and trains with its own "
+        "log-probabilities, so they are consistent with each other; LoRA weights and optimizer state stay float32).",
+        "",
+    ]
     text = "\n".join(lines)
     print(text)
     out = ROOT / "benchmarks" / "results" / "grpo_step.md"
-    out.write_text(text + "\n")
-    print(f"wrote {out}")
+    out.write_text(text)
     return 0
 
 

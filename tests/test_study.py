@@ -204,3 +204,157 @@ def test_quickstart_reports_sampled_held_out_metrics_with_intervals(tmp_path, mo
         "GRPO had no measurable effect" in text
         or summary["differences"]["after SFT -> after GRPO"]["correct"][1] is None
     )
+
+
+# -- the learning study's design on the tiny model ------------------------------------------------
+LEARNING = tiny_build(
+    qft_sizes=[],
+    encoding_sizes=[],
+    breadth=["bell", "cs"],
+    breadth_small=True,
+    small_rewrites=[{"count": 6, "qubits": [2], "core_gates": [2, 4], "redundancies": [1, 2], "seed": 3}],
+    fractions=[0.0, 0.34],
+)
+
+
+@pytest.fixture(scope="module")
+def learning_run(tmp_path_factory):
+    """Five arms x 2 seeds x 2 steps with the learning study's features: difficulty filter,
+    training-prompt evaluation, eval_at, the binary arm, a primary metric on the rewrite gap."""
+    import os
+
+    os.environ.setdefault("RUBRIQ_CACHE", str(tmp_path_factory.mktemp("cache")))
+    from rubriq.cli import app
+
+    tmp = tmp_path_factory.mktemp("learning")
+    train = {
+        "model": {"name_or_path": "embedded", "tiny": True},
+        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+        "data": {"build": LEARNING},
+        "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
+        "grpo": {
+            "per_device_train_batch_size": 4,
+            "num_generations": 2,
+            "max_completion_length": 6,
+            "temperature": 1.0,
+            **CPU,
+        },
+    }
+    (tmp / "train.yaml").write_text(yaml.safe_dump(train))
+    arms = {
+        "rubric": {"reward": "rubric"},
+        "rubric_gated": {"reward": "rubric", "rubric": {"fidelity_gating": "multiplicative"}},
+        "sparse": {"reward": "sparse_inverse_t"},
+        "binary": {"reward": "sparse_correct"},
+        "none": {"reward": "none"},
+    }
+    study = {
+        "train_config": "train.yaml",
+        "output_dir": str(tmp / "out"),
+        "arms": arms,
+        "seeds": [0, 1],
+        "steps": 2,
+        "eval_at": [1],
+        "samples": 2,
+        "batch_size": 8,
+        "train_eval_prompts": 2,
+        "filter_prompts": True,
+        "filter_samples": 2,
+        "primary_metric": "gap_closed",
+        "target_value": 0.5,
+    }
+    (tmp / "study.yaml").write_text(yaml.safe_dump(study))
+    result = CliRunner().invoke(app, ["study", "convergence", str(tmp / "study.yaml")])
+    return tmp, result
+
+
+def test_the_difficulty_filter_stops_a_study_whose_pilot_gives_no_signal(learning_run):
+    tmp, result = learning_run
+    out = tmp / "out"
+    filtered = json.loads((out / "filter.json").read_text())
+    train = [json.loads(x) for x in (out / "data" / "train.jsonl").read_text().splitlines()]
+    assert filtered["prompts"] == len(train) and filtered["samples_per_prompt"] == 2
+    assert set(filtered["zero_variance_before_filter"]) == {"rubric", "rubric_gated", "sparse", "binary"}
+    if filtered["kept_prompts"] == 0:
+        # the tiny random model writes no circuit: every pilot group has equal rewards, and the study
+        # stops with that reason instead of training on prompts that give no signal
+        assert result.exit_code == 2 and "no training prompt gives a reward signal" in result.output
+        assert all(v == 1.0 for v in filtered["zero_variance_before_filter"].values())
+        return
+    assert result.exit_code == 0, result.output
+
+
+def test_the_learning_design_on_a_model_that_answers(tmp_path, monkeypatch):
+    """The same design where the pilot sees signal: the filter keeps prompts, every arm-seed
+    evaluates the held-out split and the training sample at steps 0, 1, 2, and the summary
+    carries the correlations, the MDE and the primary metric."""
+    import os
+
+    from rubriq.studies import convergence
+    from rubriq.training.models import load_tokenizer
+
+    monkeypatch.setenv("RUBRIQ_CACHE", os.environ.get("RUBRIQ_CACHE", str(tmp_path / "cache")))
+    real_pilot = convergence._pilot
+
+    def pilot_with_a_signal(study, settings, tokenizer, load_sft, rows):
+        info = real_pilot(study, settings, tokenizer, load_sft, rows)
+        info["kept"] = [r["id"] for r in rows]  # keep every prompt: the tiny model's rewards are all 0
+        info["kept_prompts"] = len(rows)
+        return info
+
+    monkeypatch.setattr(convergence, "_pilot", pilot_with_a_signal)
+    tmp = tmp_path
+    (tmp / "train.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "model": {"name_or_path": "embedded", "tiny": True},
+                "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+                "data": {"build": LEARNING},
+                "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
+                "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6, **CPU},
+            }
+        )
+    )
+    study = {
+        "train_config": "train.yaml",
+        "output_dir": str(tmp / "out"),
+        "arms": {"binary": {"reward": "sparse_correct"}, "none": {"reward": "none"}},
+        "seeds": [0, 1],
+        "steps": 2,
+        "eval_at": [1],
+        "samples": 2,
+        "batch_size": 8,
+        "train_eval_prompts": 2,
+        "filter_prompts": True,
+        "filter_samples": 2,
+        "primary_metric": "gap_closed",
+        "target_value": 0.5,
+    }
+    (tmp / "study.yaml").write_text(yaml.safe_dump(study))
+    load_tokenizer()  # the embedded tokenizer (cached)
+    path = convergence.run(tmp / "study.yaml")
+    out = tmp / "out"
+    rows = list(csv.DictReader(open(out / "per_step.csv")))
+    assert sorted((r["arm"], r["seed"], r["step"], r["split"]) for r in rows) == sorted(
+        (a, str(s), str(t), split)
+        for a in ("binary", "none")
+        for s in (0, 1)
+        for t in (0, 1, 2)
+        for split in ("test", "train")
+    )
+    # the gap metric is computed on the held-out rewrite prompts (a random model closes 0 of it)
+    held = [r for r in rows if r["split"] == "test"]
+    assert all(r["gap_closed"] not in ("", None) and float(r["gap_closed"]) == 0.0 for r in held)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["study"]["primary_metric"] == "gap_closed" and "binary - none" in summary["differences"]
+    assert "mde/gap_closed" in summary["differences"]["binary - none"]
+    scored = [
+        json.loads(x) for x in (out / "arms" / "binary" / "seed0" / "train_scores.jsonl").read_text().splitlines()
+    ]
+    assert len(scored) == 2 * 4 and {"scores", "family", "reward"} <= set(scored[0])  # 2 steps x 4 completions
+    text = path.read_text()
+    assert "Training prompts (2 fixed prompts" in text and "Difficulty filter" in text
+    assert "effective number of dimensions" in text
+    train_rows = [json.loads(x) for x in (out / "data_filtered" / "train.jsonl").read_text().splitlines()]
+    test_rows = [json.loads(x) for x in (out / "data" / "test.jsonl").read_text().splitlines()]
+    assert not {r["target"] for r in train_rows} & {r["target"] for r in test_rows}

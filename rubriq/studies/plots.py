@@ -13,17 +13,28 @@ PANELS = (
     ("pass@k", "held-out pass@k"),
     ("wrong_rewarded_rate", "held-out wrong-rewarded rate"),
 )
+GAP_PANEL = ("gap_closed", "held-out fraction of the T gap to PyZX closed (0 if wrong)")
 
 
-def curves(agg: dict, out: Path, study) -> Path:
-    """Held-out metrics per evaluated step: mean over seeds with the 95% interval as a band."""
+def curves(agg: dict, out: Path, study, key: str = "per_step") -> Path:
+    """Metrics per evaluated step: mean over seeds with the 95% interval as a band; ``key``
+    ``per_step`` (held-out) or ``train_per_step`` (the fixed sample of training prompts).  With
+    rewrite prompts in the set, the gap-closed panel replaces pass@k."""
     plt = _pyplot()
+    where = "held-out" if key == "per_step" else "training-prompt"
+    has_gap = any(
+        step.get("gap_closed", (None,))[0] is not None for arm in agg["arms"].values() for step in arm[key].values()
+    )
+    panels = [p for p in PANELS if not (has_gap and p[0] == "pass@k")]
+    if has_gap:
+        panels.insert(2, GAP_PANEL)
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
-    for ax, (metric, label) in zip(axes.flat, PANELS, strict=False):
+    for ax, (metric, label) in zip(axes.flat, panels, strict=False):
+        label = label.replace("held-out", where)
         for name, arm in agg["arms"].items():
-            steps = sorted(arm["per_step"])
-            mean = [arm["per_step"][s][metric][0] for s in steps]
-            pts = [(s, m, arm["per_step"][s][metric]) for s, m in zip(steps, mean, strict=True) if m is not None]
+            steps = sorted(arm[key])
+            mean = [arm[key][s][metric][0] for s in steps]
+            pts = [(s, m, arm[key][s][metric]) for s, m in zip(steps, mean, strict=True) if m is not None]
             if not pts:
                 continue
             xs = [p[0] for p in pts]
@@ -32,13 +43,12 @@ def curves(agg: dict, out: Path, study) -> Path:
             hi = [min(1.0, p[2][2]) for p in pts]
             ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15)
         ax.set_xlabel("GRPO step")
-        ax.set_ylabel(label.replace("held-out ", ""))
+        ax.set_ylabel(label.replace(f"{where} ", ""))
         ax.set_title(label.replace("pass@k", f"pass@{study.samples}"), fontsize=10)
         ax.set_ylim(-0.02, 1.02)
     axes.flat[0].legend(fontsize=8, loc="best")
     fig.suptitle(
-        f"Convergence study: held-out targets, k = {study.samples} samples per prompt, mean and 95% "
-        "interval over seeds",
+        f"Convergence study: {where} targets, k = {study.samples} samples per prompt, mean and 95% interval over seeds",
         fontsize=11,
     )
     return save(fig, out)

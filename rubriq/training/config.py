@@ -30,10 +30,10 @@ class ModelSettings:
     tiny: bool = False
     """Replace the model by a tiny randomly initialized one of the same architecture (tests)."""
     precision: Literal["auto", "float32", "bfloat16"] = "auto"
-    """Dtype of the GRPO policy's frozen weights (generation and the policy's forward/backward);
-    LoRA adapters and optimizer state stay float32.  auto: bfloat16 on a GPU with bf16 and on a
-    CPU with bf16 units (AVX512-BF16 or AMX: about 2x faster there), float32 elsewhere; the
-    choice is logged.  The SFT warm-start always trains and merges in float32."""
+    """Dtype of the policy's frozen weights in the SFT warm-start and in GRPO (generation and the
+    policy's forward/backward); LoRA adapters and optimizer state stay float32 (the SFT adapter is
+    merged into weights of this dtype).  auto: bfloat16 on a GPU with bf16 and on a CPU with bf16
+    units (AVX512-BF16 or AMX: about 2x faster there), float32 elsewhere; the choice is logged."""
 
 
 @dataclass(frozen=True)

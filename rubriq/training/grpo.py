@@ -11,10 +11,11 @@ logged as ``rewards/<dim>/mean``.
 ``timing/update_s`` (the rest of TRL's ``step_time``: log-probabilities, backward, optimizer)
 and ``tokens_per_s`` (completion tokens per second of generation); without vLLM, it
 pre-fills each prompt once for its N completions and ends each completion after its code block
-(``generation.py``); and it drops groups whose rewards are all equal from the loss (DAPO's
+(``generation.py``); and it drops groups whose rewards are all equal from the update (DAPO's
 dynamic sampling, without the resampling: such a group has zero advantage, so it adds no
-gradient, only tokens to the loss's normalizer), logged as ``dynamic_sampling/skipped_groups``
-(the fraction of groups dropped) next to TRL's ``frac_reward_zero_std``.
+gradient, only compute and tokens to the loss's normalizer), logged as
+``dynamic_sampling/skipped_groups`` (the fraction of groups dropped) next to TRL's
+``frac_reward_zero_std``.  TRL's entropy is then logged over the groups that stay.
 """
 
 from __future__ import annotations
@@ -61,23 +62,36 @@ def _trainer_class():
 
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
-            if not self.skip_zero_variance_groups or "tool_mask" in out or not self.model.training:
+            if not self.skip_zero_variance_groups or not self.model.training:
                 return out
+            return self._drop_flat_groups(out)
+
+        def _drop_flat_groups(self, out: dict) -> dict:
+            """The batch without its all-equal-reward groups (zero advantage: no gradient), so the
+            loss's forward and backward skip them; at least one group stays (a batch of only flat
+            groups gives a zero gradient, as before)."""
             import torch
 
-            advantages, size = out["advantages"], self.num_generations
-            if advantages.dim() != 1 or advantages.numel() % size:
-                return out  # groups not aligned with this process's batch: leave TRL's loss as it is
-            flat = (advantages.view(-1, size).abs().amax(dim=1) == 0).repeat_interleave(size)
-            keep = (~flat).int().unsqueeze(1).expand_as(out["completion_mask"]).to(out["completion_mask"].dtype)
-            # TRL multiplies its loss mask by "tool_mask" (1 = in the loss) and normalizes by
-            # num_items_in_batch: a dropped group leaves both
-            out["tool_mask"] = keep
-            out["num_items_in_batch"] = self.accelerator.gather((out["completion_mask"] * keep).sum()).sum()
-            groups = torch.tensor([flat.numel() // size], device=flat.device)
-            skipped = self.accelerator.gather(torch.stack([flat[::size].sum(), groups[0]]).view(1, 2)).sum(dim=0)
-            self._metrics["train"]["dynamic_sampling/skipped_groups"].append(float(skipped[0] / skipped[1]))
-            return out
+            advantages, size = out["advantages"], int(self.num_generations or 0)
+            batch = advantages.shape[0] if advantages.dim() else 0
+            if advantages.dim() != 1 or size < 1 or batch % size or batch == 0:
+                return out  # groups not aligned with this process's batch: leave TRL's batch as it is
+            flat = advantages.view(-1, size).abs().amax(dim=1) == 0
+            counts = self.accelerator.gather(torch.stack([flat.sum(), torch.tensor(flat.numel())]).view(1, 2)).sum(0)
+            self._metrics["train"]["dynamic_sampling/skipped_groups"].append(float(counts[0]) / float(counts[1]))
+            keep_groups = (~flat).nonzero().flatten()
+            if keep_groups.numel() == 0:
+                keep_groups = torch.zeros(1, dtype=torch.long, device=flat.device)
+            rows = (keep_groups[:, None] * size + torch.arange(size, device=flat.device)).flatten()
+            if rows.numel() == batch:
+                return out
+            kept = {
+                k: v.index_select(0, rows.to(v.device)) if torch.is_tensor(v) and v.dim() and v.shape[0] == batch else v
+                for k, v in out.items()
+            }
+            mask = kept["completion_mask"] if "tool_mask" not in kept else kept["completion_mask"] * kept["tool_mask"]
+            kept["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
+            return kept
 
         def _generate(self, prompts: list):
             start = time.perf_counter()

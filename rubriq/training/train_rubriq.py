@@ -107,8 +107,10 @@ def warm_start(settings, tokenizer, model):
     """The SFT warm-start (TRL SFTTrainer); the model is saved to ``output_dir/sft/model``."""
     from rubriq.training.callbacks import trainer_callbacks
     from rubriq.training.config import EarlyStoppingSettings
+    from rubriq.training.models import to_policy_precision
     from rubriq.training.sft import run_sft
 
+    model = to_policy_precision(model, settings.model.precision)
     sft_dir = Path(settings.output_dir) / "sft"
     lora = lora_kwargs(settings) if settings.sft.lora else None
     if lora and settings.sft.lora_all_layers:

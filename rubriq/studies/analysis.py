@@ -1,0 +1,154 @@
+"""What a study computes from scored completions beyond ``evaluation.metrics``: the rewrite gap
+to PyZX, the correlation of the rubric's five dimensions with the effective number of dimensions
+it implies, and the smallest effect a design can detect.
+
+* **Gap to PyZX** (small rewrite prompts, ``data/rewrites.py``, which record ``t_pyzx``): for a
+  correct completion, ``t_gap = T(c) - T_pyzx`` and ``closed = (T0 - T(c)) / (T0 - T_pyzx)``
+  clipped to [0, 1] (1: as few T as PyZX, 0: no T saved); a completion that is not correct
+  closes 0 of the gap.  ``gap_closed`` is the mean of ``closed`` over every sample (correctness
+  and compression in one number), ``reached_pyzx`` the fraction of correct samples with
+  T(c) <= T_pyzx.
+* **Effective number of dimensions**: the participation ratio of the eigenvalues of the five
+  scores' correlation matrix, PR = (sum lambda)^2 / sum lambda^2, from 1 (one direction) to 5
+  (uncorrelated).  Dimensions that do not vary in a sample are left out (a constant score has no
+  correlation) and named.  For five equicorrelated dimensions with rho = 0.31 (the paper's mean
+  pairwise correlation) PR = 25 / ((1 + 4 rho)^2 + 4 (1 - rho)^2) = 3.6; the paper's
+  "D_eff ~ 3.2" equals 1 / rho.
+* **Minimum detectable effect** of a paired design: with n paired differences of standard
+  deviation s, a two-sided 5% test has 80% power against |delta| >= (t_{0.975, n-1} +
+  t_{0.8, n-1}) s / sqrt(n).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rubriq.evaluation.metrics import DEFAULT_EPS, _res
+from rubriq.evaluation.records import RecordLike
+from rubriq.evaluator.result import is_correct
+from rubriq.rubric.engine import DIMENSION_NAMES
+
+
+def rewrite_gap(records: Sequence[RecordLike], t_pyzx: Mapping[str, int], eps: float = DEFAULT_EPS) -> dict:
+    """``gap_closed``, ``reached_pyzx``, ``t_gap_pyzx`` (mean T(c) - T_pyzx over correct samples)
+    and ``samples`` over the records whose ``prompt_id`` has a recorded ``t_pyzx``.
+
+    >>> ok = {"parsed": True, "average_fidelity": 1.0, "t_count": 3}
+    >>> recs = [{"prompt_id": "a", "t0": 7, "result": ok}, {"prompt_id": "a", "t0": 7,
+    ...         "result": dict(ok, average_fidelity=0.2, t_count=1)}]
+    >>> rewrite_gap(recs, {"a": 1})
+    {'gap_closed': 0.3333333333333333, 'reached_pyzx': 0.0, 't_gap_pyzx': 2.0, 'samples': 2}
+    """
+    closed, gaps, reached = [], [], []
+    for r in records:
+        pid = str(r.get("prompt_id"))
+        if pid not in t_pyzx or r.get("t0") is None:
+            continue
+        res, t0, best = _res(r), int(r["t0"]), int(t_pyzx[pid])
+        if not is_correct(res, 1 - eps) or res.get("t_count") is None:
+            closed.append(0.0)
+            continue
+        t = int(res["t_count"])
+        gaps.append(t - best)
+        reached.append(1.0 if t <= best else 0.0)
+        closed.append(1.0 if t0 <= best else min(1.0, max(0.0, (t0 - t) / (t0 - best))))
+    return {
+        "gap_closed": statistics.fmean(closed) if closed else None,
+        "reached_pyzx": statistics.fmean(reached) if reached else None,
+        "t_gap_pyzx": statistics.fmean(gaps) if gaps else None,
+        "samples": len(closed),
+    }
+
+
+def dimension_correlation(scores: Sequence[Mapping[str, float]]) -> dict[str, Any]:
+    """Pearson correlation matrix of the five rubric dimensions over ``scores`` (one mapping of
+    dimension -> score per completion), its mean off-diagonal entry, the participation ratio
+    (module docstring) and which dimensions were constant (left out).
+
+    >>> import random
+    >>> rng = random.Random(0)
+    >>> rows = [{d: rng.random() for d in DIMENSION_NAMES} for _ in range(400)]
+    >>> out = dimension_correlation(rows)
+    >>> round(out["effective_dimensions"], 1), abs(out["mean_correlation"]) < 0.1
+    (4.9, True)
+    >>> same = [{d: x for d in DIMENSION_NAMES} for x in (0.1, 0.5, 0.9)]
+    >>> dimension_correlation(same)["effective_dimensions"]
+    1.0
+    """
+    import numpy as np
+
+    if len(scores) < 3:
+        return {
+            "n": len(scores),
+            "dimensions": [],
+            "matrix": [],
+            "mean_correlation": None,
+            "effective_dimensions": None,
+            "constant": [],
+        }
+    data = np.array([[float(s.get(d, 0.0)) for d in DIMENSION_NAMES] for s in scores])
+    varying = [i for i in range(len(DIMENSION_NAMES)) if float(np.std(data[:, i])) > 1e-12]
+    constant = [DIMENSION_NAMES[i] for i in range(len(DIMENSION_NAMES)) if i not in varying]
+    if not varying:
+        return {
+            "n": len(scores),
+            "dimensions": [],
+            "matrix": [],
+            "mean_correlation": None,
+            "effective_dimensions": None,
+            "constant": constant,
+        }
+    corr = np.atleast_2d(np.corrcoef(data[:, varying], rowvar=False))
+    eig = np.clip(np.linalg.eigvalsh(corr), 0.0, None)
+    k = len(varying)
+    off = [corr[i, j] for i in range(k) for j in range(k) if i < j]
+    return {
+        "n": len(scores),
+        "dimensions": [DIMENSION_NAMES[i] for i in varying],
+        "matrix": [[round(float(x), 4) for x in row] for row in corr],
+        "mean_correlation": float(np.mean(off)) if off else None,
+        "effective_dimensions": float(eig.sum() ** 2 / (eig**2).sum()),
+        "constant": constant,
+    }
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student-t quantile (scipy).
+
+    >>> round(t_quantile(0.975, 2), 3)
+    4.303
+    """
+    from scipy.stats import t
+
+    return float(t.ppf(p, df))
+
+
+def minimum_detectable_effect(differences: Sequence[float | None], power: float = 0.8) -> float | None:
+    """Smallest |mean difference| a two-sided 5% paired t-test detects with ``power`` (module
+    docstring), from the observed paired differences; None for fewer than 2.
+
+    >>> round(minimum_detectable_effect([0.1, 0.0, 0.2]), 3)
+    0.309
+    """
+    values = [float(v) for v in differences if v is not None and math.isfinite(v)]
+    if len(values) < 2:
+        return None
+    n = len(values)
+    return (t_quantile(0.975, n - 1) + t_quantile(power, n - 1)) * statistics.stdev(values) / math.sqrt(n)
+
+
+def family_of_spec(spec: str) -> str:
+    """``rewrite`` for a circuit target, else the target's algorithm name (from the JSON spec)."""
+    import json
+
+    try:
+        name = json.loads(spec).get("algorithm", "?")
+    except (ValueError, AttributeError):
+        return "?"
+    return "rewrite" if name == "circuit" else str(name)
+
+
+__all__ = ["dimension_correlation", "family_of_spec", "minimum_detectable_effect", "rewrite_gap", "t_quantile"]
