@@ -63,6 +63,13 @@ def generate(
         tokenizer.pad_token = tokenizer.eos_token
     side, tokenizer.padding_side = tokenizer.padding_side, "left"
     jobs = [(row, k) for row in rows for k in range(samples)]
+    # batch prompts of similar length together (a batch decodes until its longest completion,
+    # and rewrite answers are as long as their prompt); records come back in the input order
+    texts_by_row = {
+        id(r): tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows
+    }
+    order = sorted(range(len(jobs)), key=lambda i: len(texts_by_row[id(jobs[i][0])]))
+    jobs = [jobs[i] for i in order]
     records: list[Record] = []
     model.eval()
 
@@ -83,10 +90,7 @@ def generate(
         ):
             for start in range(0, len(jobs), batch_size):
                 chunk = jobs[start : start + batch_size]
-                texts = [
-                    tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
-                    for r, _ in chunk
-                ]
+                texts = [texts_by_row[id(r)] for r, _ in chunk]
                 enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
                 kwargs = {
                     "do_sample": temperature > 0,
@@ -117,7 +121,10 @@ def generate(
                     on_batch(len(records), len(jobs))
     finally:
         tokenizer.padding_side = side
-    return records
+    restored: list[Record | None] = [None] * len(records)
+    for position, record in zip(order, records, strict=False):
+        restored[position] = record
+    return [r for r in restored if r is not None]
 
 
 def sample(
