@@ -117,11 +117,10 @@ def logprob_difference(model_path: str, rows: list[dict], n: int = 8) -> dict:
 
     tokenizer = load_tokenizer()
     fp32 = load_model(model_path)
-    records = generate(fp32, tokenizer, rows[:n], samples=1, max_new_tokens=160, temperature=1.0, seed=3, progress=False)
-    texts = [
-        tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
-        for r in rows[:n]
-    ]
+    records = generate(
+        fp32, tokenizer, rows[:n], samples=1, max_new_tokens=160, temperature=1.0, seed=3, progress=False
+    )
+    texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows[:n]]
     tokenizer.padding_side = "right"
     full = tokenizer([t + rec.text for t, rec in zip(texts, records, strict=True)], return_tensors="pt", padding=True)
     starts = [len(tokenizer(t)["input_ids"]) for t in texts]
