@@ -80,7 +80,7 @@ def readme_commands() -> list[str]:
 
 # Not run here, with the reason (each is tested elsewhere at a small size).
 NOT_RUN = {
-    "rubriq study convergence configs/studies/convergence_cpu.yaml": "hours of CPU; tests/test_study.py runs the study with the tiny model",
+    "rubriq study convergence configs/studies/learning_cpu.yaml": "hours of CPU; tests/test_study.py runs the study with the tiny model",
     "rubriq data fetch tcount-suite": "needs the network (tests/test_data_baselines.py fakes the download)",
     "python rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml": "the paper's 7B model; tests/test_train_entry.py runs the entry point with the tiny model",
     "accelerate launch --num_processes 4 rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml": "4 GPUs; tests/test_multiprocess.py runs 2 CPU processes through accelerate",
