@@ -26,7 +26,6 @@ from rubriq.evaluator import RubriQEvaluator
 from rubriq.extract.sandbox import doctor, get_pool
 
 PY_TIMEOUT = 3.0
-MARGIN = 6.0
 HEADER = "from qiskit import QuantumCircuit\n"
 
 # (id, code, expectation) -- "zero": reward 0 / typed error; "honest": a circuit comes back and
@@ -166,7 +165,7 @@ PYTHON_CASES = [
         "    qc = QuantumCircuit(1)",
         "zero",
     ),
-    ("sleep", "import time\ntime.sleep(100)", "zero"),
+    ("sleep", "import time\ntime.sleep(3600)", "zero"),
     ("too-many-gates", "qc = QuantumCircuit(2)\nfor _ in range(300000):\n    qc.h(0)", "zero"),
 ]
 
@@ -435,8 +434,10 @@ def _evaluator(prefilter: bool) -> RubriQEvaluator:
     return RubriQEvaluator(target_algorithm="qft", num_qubits=2, config=cfg)
 
 
-def _check_world(world, elapsed: float, limit: float, rss_before: float) -> None:
-    assert elapsed <= limit + MARGIN, f"took {elapsed:.1f} s"
+def _check_world(world, rss_before: float) -> None:
+    # No check on elapsed time (issue #24: no test depends on the machine's speed): the cases
+    # that would run past the time limit run for an hour or forever, so a limit that did not hold
+    # would hang the test until pytest's timeout fails it, on any machine.
     victim = world["victim"]
     assert victim.is_running() and _victim_state(victim) == world["victim_state"], "the victim process was touched"
     import select
@@ -474,9 +475,7 @@ def test_hostile_python(world, prefilter, case_id, code, expect):
     )
     evaluator = _evaluator(prefilter)
     rss = _rss_mb()
-    start = time.monotonic()
     result = evaluator.evaluate(text)
-    elapsed = time.monotonic() - start
     if expect == "zero" or result.error_type is not None:
         assert result.reward == 0.0 and result.error_type is not None, result.to_dict()
     else:
@@ -486,7 +485,7 @@ def test_hostile_python(world, prefilter, case_id, code, expect):
         assert result.error is None, result.error
         assert result.process_fidelity == pytest.approx(honest.process_fidelity, abs=1e-12)
         assert result.reward == pytest.approx(honest.reward, abs=1e-12)
-    _check_world(world, elapsed, PY_TIMEOUT, rss)
+    _check_world(world, rss)
 
 
 HONEST_QFT2 = (
@@ -510,13 +509,11 @@ def test_hostile_kernel(world, prefilter, case_id, code):
     text = "```python\n" + HEADER + body + "\nif hit:\n    qc = QuantumCircuit(2)\n    qc.h(0)\n```"
     evaluator = _evaluator(prefilter)
     rss = _rss_mb()
-    start = time.monotonic()
     result = evaluator.evaluate(text)
-    elapsed = time.monotonic() - start
     assert result.reward == 0.0 and result.error_type is not None, result.to_dict()
     if not prefilter:  # the kernel, not the pre-filter, stopped it: the code ran to its end
         assert "defined no QuantumCircuit" in (result.error or "") or "malformed" in (result.error or ""), result.error
-    _check_world(world, elapsed, PY_TIMEOUT, rss)
+    _check_world(world, rss)
     honest = _evaluator(True).evaluate(
         'OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; h q[1]; cp(pi/2) q[0],q[1]; h q[0]; swap q[0],q[1];'
     )
@@ -529,11 +526,9 @@ def test_hostile_kernel(world, prefilter, case_id, code):
 def test_hostile_qasm(world, case_id, text):
     evaluator = _evaluator(True)
     rss = _rss_mb()
-    start = time.monotonic()
     result = evaluator.evaluate(text)
-    elapsed = time.monotonic() - start
     assert result.reward == 0.0 and result.error_type is not None, result.to_dict()
-    _check_world(world, elapsed, 2.0, rss)
+    _check_world(world, rss)
 
 
 def test_every_layer_holds_and_is_reported():
@@ -597,13 +592,10 @@ def test_a_worker_that_cannot_start_is_a_sandbox_error_within_the_budget(command
     pool_module._POOL, pool_module._POOL_PID = broken, os.getpid()
     try:
         evaluator = _evaluator(True)
-        for attempt in range(2):  # the second answer comes at once (the pool remembers why)
-            start = time.monotonic()
+        for attempt in range(2):  # the second answer gives the same reason (the pool remembers why)
             result = evaluator.evaluate("```python\n" + HEADER + f"qc = QuantumCircuit({attempt + 1})\nqc.h(0)\n```")
-            elapsed = time.monotonic() - start
             assert result.error_type == "sandbox" and result.reward == 0.0, result.to_dict()
             assert reason in result.error
-            assert elapsed <= (startup + 5.0 if attempt == 0 else 1.0), elapsed
     finally:
         broken.close()
         pool_module._POOL, pool_module._POOL_PID = saved
@@ -622,7 +614,6 @@ def test_the_parent_refuses_a_4gib_frame_header_without_waiting():
 
     r, w = os.pipe()
     os.write(w, b"\xff\xff\xff\xff" + b"x" * 10)
-    start = time.monotonic()
     with pytest.raises(FrameError, match="announced"):
         read_frame(r, time.monotonic() + 5, max_bytes=1 << 20)
     os.close(r)
@@ -630,8 +621,7 @@ def test_the_parent_refuses_a_4gib_frame_header_without_waiting():
     r, w = os.pipe()
     os.write(w, b"\x00\x00\x00\x10{")  # a frame that never completes: the deadline ends the wait
     with pytest.raises(FrameError, match="deadline"):
-        read_frame(r, time.monotonic() + 0.5, max_bytes=1 << 20)
-    assert time.monotonic() - start < 3
+        read_frame(r, time.monotonic() + 0.5, max_bytes=1 << 20)  # (a wait without a deadline would hang)
     os.close(r)
     os.close(w)
 
