@@ -106,6 +106,7 @@ def create_app(settings: ServeSettings | None = None, warm_up: bool = True) -> F
                 "version": __version__,
                 "workers": service.scorer.workers,
                 "pending": service.pending,
+                "scored": service.scorer.stats["evaluated"],
                 "max_pending": settings.max_pending,
                 "max_items": settings.max_items,
                 "max_body_bytes": settings.max_body_bytes,

@@ -96,10 +96,11 @@ class Targets:
             target = target_from_spec(json.loads(spec))
         except (ValueError, TypeError, LookupError) as exc:  # TargetError is a ValueError
             raise BadRequest(422, field, " ".join(str(exc).split()) or type(exc).__name__) from None
-        caps = completion_limits(target, self.config.extraction)
+        caps = completion_limits(target, self.config.extraction).max_qasm_bytes
+        grown = caps > self.config.extraction.max_qasm_bytes  # a rewrite target's larger caps
         info = TargetInfo(
             t0=_t0(target),
-            max_completion_bytes=max(self.limits.max_completion_bytes, 2 * caps.max_qasm_bytes),
+            max_completion_bytes=max(self.limits.max_completion_bytes, 2 * caps if grown else 0),
         )
         with self._lock:
             self._known[spec] = info
