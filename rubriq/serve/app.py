@@ -22,6 +22,7 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 import time
 import uuid
 from contextlib import asynccontextmanager
@@ -104,6 +105,7 @@ def create_app(settings: ServeSettings | None = None, warm_up: bool = True) -> F
             {
                 "status": "ok",
                 "version": __version__,
+                "pid": os.getpid(),  # which replica answered (Ray Serve)
                 "workers": service.scorer.workers,
                 "pending": service.pending,
                 "scored": service.scorer.stats["evaluated"],

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
+import os
 import time
 from typing import Any
 
@@ -68,8 +70,9 @@ def start(
 
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING}
-        if address is None and num_cpus is not None:
-            kwargs["num_cpus"] = num_cpus
+        if address is None:  # a cluster on this machine: room for every replica, as on a dev box
+            per_replica = cpus_per_replica if cpus_per_replica is not None else float(max(1, settings.workers))
+            kwargs["num_cpus"] = num_cpus or max(os.cpu_count() or 1, math.ceil(replicas * per_replica))
         ray.init(address=address, **kwargs)
     serve.start(http_options={"host": settings.host, "port": settings.port})
     serve.run(application(settings, replicas, cpus_per_replica), name=APP_NAME, route_prefix="/")
