@@ -283,3 +283,23 @@ def test_bounded_load_loses_nothing(server):
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         problems = [p for found in pool.map(one_client, range(8)) for p in found]
     assert not problems, problems[:5]
+
+
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (["--port", "0"], "--port"),
+        (["--workers", "-1"], "--workers"),
+        (["--max-items", "8", "--max-pending", "4"], "--max-pending"),
+        (["--max-body-mb", "0"], "--max-body-mb"),
+        (["--config", "no/such.yaml"], "--config"),
+        (["--api-key", "short"], "--api-key"),
+        (["--replicas", "3"], "--ray"),
+    ],
+)
+def test_serve_flags_are_checked_before_anything_starts(argv, flag, capsys):
+    from rubriq.cli import main
+
+    assert main(["serve", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {flag}: ") and "short" not in err[0]

@@ -29,8 +29,9 @@ def serve(
     ),
     settings: ServeSettings = ServeSettings(),
 ) -> None:
-    """Serve POST /v1/score (batches of {completion, target}), GET /health, /v1/targets and
-    /metrics. Binds 127.0.0.1 unless --host says otherwise."""
+    """Serve the rubric over HTTP: POST /v1/score (batches of completion + target items), GET
+    /health, /v1/targets, /v1/rubric, /metrics (docs/integrations.md). Binds 127.0.0.1 unless
+    --host says otherwise."""
     import dataclasses
 
     settings = dataclasses.replace(settings, api_key=api_key or None)

@@ -22,6 +22,7 @@ one can be cancelled.  Evaluators are kept per (target, settings) in a bounded c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -146,6 +147,7 @@ class BatchScorer:
         infrastructure failure (a worker process died: ``BrokenProcessPool``), never the
         completion's fault; the next submit starts a fresh pool.  Do not mix with
         :meth:`results` from another thread (the in-process evaluators are not thread-safe).
+        Its result has no ``circuit`` (a server answers ``to_dict()``, which has none).
         """
         settings = "" if config is None or config == self.config else config_key(config)
         key = (settings + spec_key(spec), text)
@@ -159,12 +161,12 @@ class BatchScorer:
             item = (settings, spec_key(spec), text)
             if (self.workers or 1) > 1:
                 try:
-                    future = self._executor(self.workers or 1).submit(_worker_score_with, item)
+                    future = self._executor(self.workers or 1).submit(_worker_score_with, item, False)
                 except BrokenProcessPool:  # a worker died earlier: a fresh pool for this item
                     log.warning("scoring pool broken (a worker process died); starting a fresh one")
                     broken, self._pool = self._pool, None
                     broken.shutdown(wait=False, cancel_futures=True)
-                    future = self._executor(self.workers or 1).submit(_worker_score_with, item)
+                    future = self._executor(self.workers or 1).submit(_worker_score_with, item, False)
             else:
                 if self._thread is None:
                     from concurrent.futures import ThreadPoolExecutor
@@ -176,7 +178,7 @@ class BatchScorer:
 
     def _score_here(self, item: tuple[str, str, str], config: RubricConfig | None) -> EvaluationResult:
         _, spec, text = item
-        return self.evaluator(spec, config).evaluate(text)
+        return _without_circuit(self.evaluator(spec, config).evaluate(text))
 
     def _store(self, key: tuple[str, str], future: Future) -> None:
         if future.cancelled() or future.exception() is not None:
@@ -226,9 +228,17 @@ def _worker_score(item: tuple[str, str]) -> EvaluationResult:
     return _worker_score_with(("", spec, text))
 
 
-def _worker_score_with(item: tuple[str, str, str]) -> EvaluationResult:
+def _without_circuit(result: EvaluationResult) -> EvaluationResult:
+    """The result without its QuantumCircuit (what crosses a process boundary for nothing when
+    only ``to_dict()`` is wanted); the evaluator's own cache keeps the full result."""
+    if result.circuit is None:
+        return result
+    return dataclasses.replace(result, circuit=None)
+
+
+def _worker_score_with(item: tuple[str, str, str], circuit: bool = True) -> EvaluationResult:
     """Score (settings, spec, text) in a pool worker; ``settings`` is "" (the pool's config) or a
-    :func:`config_key`."""
+    :func:`config_key`; ``circuit=False``: the result without its circuit."""
     settings, spec, text = item
     evaluators = _WORKER["evaluators"]
     ev = evaluators.get(settings + spec)
@@ -236,4 +246,5 @@ def _worker_score_with(item: tuple[str, str, str]) -> EvaluationResult:
         config = RubricConfig.from_dict(json.loads(settings)) if settings else _WORKER["config"]
         ev = RubriQEvaluator(target=target_from_spec(json.loads(spec)), config=config)
         evaluators[settings + spec] = ev
-    return ev.evaluate(text)
+    result = ev.evaluate(text)
+    return result if circuit else _without_circuit(result)

@@ -80,6 +80,25 @@ def compute_score_batch(
     return [row(r) for r in backend(url, api_key, config).score(solutions, targets)]
 
 
+def to_verl_row(row: dict[str, Any], data_source: str = "rubriq") -> dict[str, Any]:
+    """A ``rubriq data build`` row as verl's RL dataset expects it: ``data_source``, ``prompt``
+    (chat messages), ``ability``, ``reward_model`` (``style: rule``, the target spec as
+    ``ground_truth``) and ``extra_info`` (id, T0, format).
+
+    >>> r = to_verl_row({"id": "qft-2-0-qasm2", "prompt": [{"role": "user", "content": "QFT"}],
+    ...                  "target": '{"algorithm": "qft", "num_qubits": 2}', "t0": 3, "format": "qasm2"})
+    >>> r["reward_model"], r["extra_info"]["t0"]
+    ({'style': 'rule', 'ground_truth': '{"algorithm": "qft", "num_qubits": 2}'}, 3)
+    """
+    return {
+        "data_source": data_source,
+        "prompt": row["prompt"],
+        "ability": "quantum_circuit_synthesis",
+        "reward_model": {"style": "rule", "ground_truth": row["target"]},
+        "extra_info": {"id": row.get("id"), "t0": row.get("t0"), "format": row.get("format")},
+    }
+
+
 def row(result: dict[str, Any]) -> dict[str, float]:
     """verl's dict of one result: ``score`` = R, the five scores, ``acc``, ``parsed``."""
     out = {"score": float(result["reward"])}
