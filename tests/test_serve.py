@@ -303,3 +303,38 @@ def test_serve_flags_are_checked_before_anything_starts(argv, flag, capsys):
     assert main(["serve", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {flag}: ") and "short" not in err[0]
+
+
+def test_identical_items_of_concurrent_requests_are_scored_once():
+    """The service shares an item between the requests that hold it (one evaluation), answers
+    each request in its own order, and a cancelled request leaves the other's item running."""
+    import asyncio
+
+    from rubriq.serve.protocol import Limits, Targets, parse
+    from rubriq.serve.service import ScoringService
+    from rubriq.serve.settings import ServeSettings
+
+    service = ScoringService(ServeSettings(workers=1))
+    targets = Targets(service.config, Limits())
+
+    def request(*completions):
+        body = json.dumps({"items": [{"completion": c, "target": QFT2} for c in completions]}).encode()
+        return parse(body, Limits(), targets, service.config)
+
+    slow = slow_item(5_000_000, "shared")
+
+    async def main():
+        a = asyncio.ensure_future(service.score(request(slow, QFT2_QASM)))
+        b = asyncio.ensure_future(service.score(request(QFT2_QASM, slow)))
+        c = asyncio.ensure_future(service.score(request(slow)))
+        await asyncio.sleep(0.2)
+        c.cancel()  # b and a still hold the slow item: it must not be cancelled
+        return await a, await b
+
+    try:
+        first, second = asyncio.run(main())
+        assert [r["parsed"] for r in first] == [True, True] and first[1]["correct"]
+        assert not differences(first[0], second[1]) and not differences(first[1], second[0])
+        assert service.scorer.stats["evaluated"] == 2  # the slow item and the QFT, once each
+    finally:
+        service.close()

@@ -24,6 +24,11 @@ log = logging.getLogger(__name__)
 
 APP_NAME = "rubriq"
 DEPLOYMENT = "RubriQScorer"
+MAX_ONGOING = 256
+"""Requests one replica holds at once (each is a coroutine; its items count against --max-pending)."""
+MAX_QUEUED = 1024
+"""Requests Ray's proxy queues for the deployment before it answers 503 itself (no unbounded
+backlog in front of the replicas either)."""
 
 
 def application(settings: ServeSettings, replicas: int, cpus_per_replica: float | None = None) -> Any:
@@ -47,8 +52,10 @@ def application(settings: ServeSettings, replicas: int, cpus_per_replica: float 
         name=DEPLOYMENT,
         num_replicas=replicas,
         ray_actor_options={"num_cpus": per_replica},
-        # each replica bounds its own queue (--max-pending); Ray must not hold requests back first
-        max_ongoing_requests=max(8, settings.max_pending // max(1, settings.max_items) * 4),
+        # each replica bounds its items itself (--max-pending, 503 + Retry-After): Ray passes it
+        # many requests at once, and its own queue in front is bounded too (beyond: Ray's 503)
+        max_ongoing_requests=MAX_ONGOING,
+        max_queued_requests=MAX_QUEUED,
         health_check_period_s=2,
         health_check_timeout_s=30,
         graceful_shutdown_timeout_s=10,

@@ -18,6 +18,7 @@ answer for every accepted item.
 from __future__ import annotations
 
 import asyncio
+import collections
 import functools
 import logging
 import math
@@ -33,6 +34,8 @@ from rubriq.serve.settings import ServeSettings
 
 log = logging.getLogger(__name__)
 
+RATE_WINDOW_S = 10.0
+"""The window of the scoring rate that ``Retry-After`` is estimated from."""
 ATTEMPTS = 2
 """Tries per item when its scoring process dies (scoring is deterministic: a retry is safe)."""
 
@@ -68,7 +71,7 @@ class ScoringService:
         self.targets = Targets(self.config, self.limits)
         self.pending = 0
         self._shared: dict[tuple[str, str, str], _Shared] = {}
-        self._rate = 0.0  # items per second, smoothed
+        self._answered: collections.deque[tuple[float, int]] = collections.deque()  # (when, items)
         self.metrics = metrics
 
     # -- admission --------------------------------------------------------------------------------
@@ -84,21 +87,26 @@ class ScoringService:
 
     def retry_after(self, size: int) -> int:
         """Seconds until ``size`` more items would likely fit: the excess over the limit at the
-        recent scoring rate, between 1 and 60."""
+        rate items were answered over the last :data:`RATE_WINDOW_S` seconds, between 1 and 60."""
         excess = self.pending + size - self.settings.max_pending
-        if self._rate <= 0:
+        now = time.monotonic()
+        while self._answered and now - self._answered[0][0] > RATE_WINDOW_S:
+            self._answered.popleft()
+        if not self._answered:
             return 1
-        return int(min(60, max(1, math.ceil(excess / self._rate))))
+        span = max(1.0, now - self._answered[0][0])
+        rate = sum(n for _, n in self._answered) / span
+        return int(min(60, max(1, math.ceil(excess / rate))))
 
-    def _observe(self, items: int, seconds: float) -> None:
-        if seconds > 0:
-            rate = items / seconds
-            self._rate = rate if self._rate == 0 else 0.8 * self._rate + 0.2 * rate
+    def _observe(self, items: int) -> None:
+        now = time.monotonic()
+        self._answered.append((now, items))
+        while now - self._answered[0][0] > RATE_WINDOW_S:
+            self._answered.popleft()
 
     # -- scoring ----------------------------------------------------------------------------------
     async def score(self, request: ScoreRequest) -> list[dict[str, Any]]:
         """One answer per item of an admitted request, in order."""
-        start = time.perf_counter()
         config = request.config
         settings = "" if config is None else config_key(config)
         threshold = (config or self.config).fidelity.correct_threshold
@@ -125,7 +133,7 @@ class ScoringService:
                     shared.holders -= 1
                     if shared.holders <= 0 and not shared.task.done():
                         shared.task.cancel()
-        self._observe(len(keys), time.perf_counter() - start)
+        self._observe(len(keys))
         out = []
         for key, item in zip(keys, request.items, strict=True):
             result = by_key[key]  # a dict: the item could not be scored (failed_dict)
