@@ -338,3 +338,29 @@ def test_identical_items_of_concurrent_requests_are_scored_once():
         assert service.scorer.stats["evaluated"] == 2  # the slow item and the QFT, once each
     finally:
         service.close()
+
+
+def test_an_internal_bug_is_a_500_with_its_request_id_logged(monkeypatch, caplog):
+    """Nothing but a bug is a 500: the answer names only the request id, the log has the id and
+    the traceback."""
+    import logging
+
+    from fastapi.testclient import TestClient
+
+    from rubriq.serve.app import create_app
+    from rubriq.serve.service import ScoringService
+    from rubriq.serve.settings import ServeSettings
+
+    async def broken(self, request):
+        raise ZeroDivisionError("a bug in the service")
+
+    monkeypatch.setattr(ScoringService, "score", broken)
+    with caplog.at_level(logging.ERROR, logger="rubriq.serve.app"):
+        with TestClient(create_app(ServeSettings(workers=1), warm_up=False)) as client:
+            response = client.post("/v1/score", json={"items": [{"completion": QFT2_QASM, "target": QFT2}]})
+            assert client.get("/health").json()["pending"] == 0  # the failed request's items were released
+    rid = response.headers["x-rubriq-request-id"]
+    assert response.status_code == 500 and response.json()["request_id"] == rid
+    assert "ZeroDivisionError" not in response.text and rid in response.json()["error"]
+    logged = [r for r in caplog.records if rid in r.getMessage()]
+    assert logged and logged[0].exc_info and logged[0].exc_info[0] is ZeroDivisionError
