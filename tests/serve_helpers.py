@@ -115,7 +115,7 @@ class Server:
         self.proc: subprocess.Popen | None = None
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 90.0) -> Server:
+    def start(self, timeout: float = 180.0) -> Server:
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "rubriq.cli", "serve", *self.args],
@@ -125,10 +125,14 @@ class Server:
             cwd=ROOT,
             start_new_session=True,
         )
-        self.wait_ready(timeout)
+        try:
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()  # never leave a half-started server (and its workers) behind
+            raise
         return self
 
-    def wait_ready(self, timeout: float = 90.0) -> None:
+    def wait_ready(self, timeout: float = 180.0) -> None:
         import httpx
 
         deadline = time.monotonic() + timeout
@@ -147,13 +151,24 @@ class Server:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
 
+    def _descendants(self) -> list:
+        import psutil
+
+        try:
+            return psutil.Process(self.proc.pid).children(recursive=True) if self.proc else []
+        except psutil.Error:
+            return []
+
     def kill(self) -> None:
-        """kill -9 the server and everything it started (its process group)."""
+        """kill -9 the server and everything it started (its process group; the sandbox zygotes,
+        which have sessions of their own, also exit when their parent is gone)."""
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=30)
 
     def stop(self) -> None:
+        """Stop the server (SIGINT, then kill -9) and whatever it left running."""
+        leftovers = self._descendants()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
             try:
@@ -162,9 +177,14 @@ class Server:
                 self.kill()
         if self.proc is not None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # leftover workers, zygotes
+                os.killpg(self.proc.pid, signal.SIGKILL)  # leftover workers
             except (ProcessLookupError, PermissionError):
                 pass
+            for child in leftovers:
+                try:
+                    child.kill()
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
 
     def children(self, marker: str) -> list[int]:
         """Pids of the server's descendants whose command line holds ``marker``."""

@@ -57,7 +57,7 @@ def test_killing_a_replica_mid_load_loses_no_item(ray_server):
 
     victim = min(replica_pids(ray_server))
     client = RubriQClient(ray_server.url, retries=30, backoff=0.25, max_backoff=2.0, max_items=2, parallel=4)
-    texts = [slow_item(8_000_000, f"ray {i}") for i in range(8)] + [c for _, c, _ in MIXED]
+    texts = [slow_item(4_000_000, f"ray {i}") for i in range(8)] + [c for _, c, _ in MIXED]
     specs = [QFT2] * 8 + [t for _, _, t in MIXED]
     out: dict = {}
     thread = threading.Thread(target=lambda: out.setdefault("results", client.score(texts, specs)))
