@@ -21,7 +21,7 @@ setup: $(STAMP)
 LOCKS  := requirements.lock requirements/nodeps.lock
 PIP_VERSION := 26.3
 UV_FLAGS := --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 --quiet
-EXTRAS := test torch baselines train hardware app dev
+EXTRAS := test torch baselines train hardware app serve ray dev
 
 $(STAMP): pyproject.toml Makefile $(LOCKS)
 	@# Debian packages: libseccomp2 builds the sandbox's seccomp allow-list; chromium and

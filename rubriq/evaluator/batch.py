@@ -7,6 +7,12 @@ completions come with their own targets (a dataset's ``target`` column): each di
 > 1 the distinct texts of a batch are spread over **one** process pool owned by the scorer
 (each worker keeps an evaluator per target), closed by :meth:`close` or by ``with``.
 
+:meth:`BatchScorer.submit` is the same scorer one item at a time, for a server: a future per
+(text, target, rubric settings), answered from the cache, the pool (``workers`` > 1) or one
+scoring thread (``workers`` = 1), so that items of concurrent requests interleave and a pending
+one can be cancelled.  Evaluators are kept per (target, settings) in a bounded cache
+(:data:`MAX_EVALUATORS`), here and in each worker.
+
 >>> spec = '{"algorithm": "qft", "num_qubits": 1, "inverse": false, "do_swaps": true}'
 >>> with BatchScorer() as scorer:
 ...     [round(r.process_fidelity, 12) for r in scorer.results(
@@ -16,9 +22,13 @@ completions come with their own targets (a dataset's ``target`` column): each di
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import threading
 import time
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from rubriq.cache import LRUCache
@@ -28,6 +38,10 @@ from rubriq.evaluator.result import EvaluationResult
 from rubriq.targets import target_from_spec
 
 log = logging.getLogger(__name__)
+
+MAX_EVALUATORS = 256
+"""Evaluators kept per scorer and per worker process (one per target and rubric settings; a
+rewrite target holds its dense unitary, up to 16 MB): the least recent is closed beyond."""
 
 
 def spec_key(spec: str | dict) -> str:
@@ -48,10 +62,12 @@ class BatchScorer:
         self.config = config or RubricConfig()
         self.workers = workers
         self.cache_size = cache_size
-        self._evaluators: dict[str, RubriQEvaluator] = {}
+        self._evaluators: LRUCache[str, RubriQEvaluator] = LRUCache(MAX_EVALUATORS, on_evict=_close)
         self._results: LRUCache[tuple[str, str], EvaluationResult] = LRUCache(cache_size)
         self._pool: Any = None
         self._pool_workers = 0
+        self._thread: Any = None  # submit()'s scoring thread when workers == 1
+        self._lock = threading.Lock()  # the cache and the pool, for submit() from any thread
         self.stats = {"requests": 0, "evaluated": 0, "seconds": 0.0}
 
     # picklable (a reward function that crosses a process boundary carries its scorer): the
@@ -68,12 +84,14 @@ class BatchScorer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def evaluator(self, spec: str | dict) -> RubriQEvaluator:
-        """The evaluator of one target spec (built once)."""
+    def evaluator(self, spec: str | dict, config: RubricConfig | None = None) -> RubriQEvaluator:
+        """The evaluator of one target spec (built once), under this scorer's config or ``config``."""
         key = spec_key(spec)
-        ev = self._evaluators.get(key)
+        settings = "" if config is None or config == self.config else config_key(config)
+        ev = self._evaluators.get(settings + key)
         if ev is None:
-            ev = self._evaluators[key] = RubriQEvaluator(target=target_from_spec(json.loads(key)), config=self.config)
+            ev = RubriQEvaluator(target=target_from_spec(json.loads(key)), config=config or self.config)
+            self._evaluators[settings + key] = ev
         return ev
 
     def results(self, texts: list[str], specs: list[str | dict]) -> list[EvaluationResult]:
@@ -120,13 +138,66 @@ class BatchScorer:
             self._pool_workers = workers
         return self._pool
 
+    # -- one item at a time (rubriq.serve) ---------------------------------------------------
+    def submit(self, text: str, spec: str | dict, config: RubricConfig | None = None) -> Future[EvaluationResult]:
+        """A future of the result of ``text`` against ``spec`` (under ``config``, default this
+        scorer's): done at once on a cache hit, else scored by the worker pool (``workers`` >
+        1) or by this scorer's one scoring thread (``workers`` = 1, or ``None``) and cached.
+        Thread-safe; a future not yet started can be cancelled.  Its exception, if any, is an
+        infrastructure failure (a worker process died: ``BrokenProcessPool``), never the
+        completion's fault; the next submit starts a fresh pool.  Do not mix with
+        :meth:`results` from another thread (the in-process evaluators are not thread-safe).
+        Its result has no ``circuit`` (a server answers ``to_dict()``, which has none).
+        """
+        settings = "" if config is None or config == self.config else config_key(config)
+        key = (settings + spec_key(spec), text)
+        with self._lock:
+            self.stats["requests"] += 1
+            hit = self._results.get(key)
+            if hit is not None:
+                done: Future[EvaluationResult] = Future()
+                done.set_result(hit)
+                return done
+            item = (settings, spec_key(spec), text)
+            if (self.workers or 1) > 1:
+                try:
+                    future = self._executor(self.workers or 1).submit(_worker_score_with, item, False)
+                except BrokenProcessPool:  # a worker died earlier: a fresh pool for this item
+                    log.warning("scoring pool broken (a worker process died); starting a fresh one")
+                    broken, self._pool = self._pool, None
+                    broken.shutdown(wait=False, cancel_futures=True)
+                    future = self._executor(self.workers or 1).submit(_worker_score_with, item, False)
+            else:
+                if self._thread is None:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    self._thread = ThreadPoolExecutor(1, thread_name_prefix="rubriq-score")
+                future = self._thread.submit(self._score_here, item, config)
+        future.add_done_callback(lambda f: self._store(key, f))
+        return future
+
+    def _score_here(self, item: tuple[str, str, str], config: RubricConfig | None) -> EvaluationResult:
+        _, spec, text = item
+        return _without_circuit(self.evaluator(spec, config).evaluate(text))
+
+    def _store(self, key: tuple[str, str], future: Future) -> None:
+        if future.cancelled() or future.exception() is not None:
+            return
+        with self._lock:
+            self._results[key] = future.result()
+            self.stats["evaluated"] += 1
+
     def close(self) -> None:
-        """Stop the worker processes and every evaluator's helpers (the qcec worker)."""
+        """Stop the worker processes, the scoring thread and every evaluator's helpers (the qcec
+        worker)."""
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
-        for ev in self._evaluators.values():
-            ev.close()
+        if self._thread is not None:
+            self._thread.shutdown(cancel_futures=True)
+            self._thread = None
+        for key in list(self._evaluators.keys()):
+            _close(self._evaluators[key])
 
 
 def _cores() -> int:
@@ -135,17 +206,45 @@ def _cores() -> int:
     return os.cpu_count() or 1
 
 
+def config_key(config: RubricConfig) -> str:
+    """The cache-key prefix of rubric settings other than a scorer's own (sorted JSON)."""
+    return json.dumps(config.to_dict(), sort_keys=True, default=list)
+
+
+def _close(evaluator: RubriQEvaluator) -> None:
+    evaluator.close()
+
+
 _WORKER: dict[str, Any] = {}
 
 
 def _worker_init(config: dict) -> None:
     _WORKER["config"] = RubricConfig.from_dict(config)
-    _WORKER["evaluators"] = {}
+    _WORKER["evaluators"] = LRUCache(MAX_EVALUATORS, on_evict=_close)
 
 
 def _worker_score(item: tuple[str, str]) -> EvaluationResult:
     spec, text = item
+    return _worker_score_with(("", spec, text))
+
+
+def _without_circuit(result: EvaluationResult) -> EvaluationResult:
+    """The result without its QuantumCircuit (what crosses a process boundary for nothing when
+    only ``to_dict()`` is wanted); the evaluator's own cache keeps the full result."""
+    if result.circuit is None:
+        return result
+    return dataclasses.replace(result, circuit=None)
+
+
+def _worker_score_with(item: tuple[str, str, str], circuit: bool = True) -> EvaluationResult:
+    """Score (settings, spec, text) in a pool worker; ``settings`` is "" (the pool's config) or a
+    :func:`config_key`; ``circuit=False``: the result without its circuit."""
+    settings, spec, text = item
     evaluators = _WORKER["evaluators"]
-    if spec not in evaluators:
-        evaluators[spec] = RubriQEvaluator(target=target_from_spec(json.loads(spec)), config=_WORKER["config"])
-    return evaluators[spec].evaluate(text)
+    ev = evaluators.get(settings + spec)
+    if ev is None:
+        config = RubricConfig.from_dict(json.loads(settings)) if settings else _WORKER["config"]
+        ev = RubriQEvaluator(target=target_from_spec(json.loads(spec)), config=config)
+        evaluators[settings + spec] = ev
+    result = ev.evaluate(text)
+    return result if circuit else _without_circuit(result)

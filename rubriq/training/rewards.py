@@ -82,13 +82,17 @@ class RubricRewards(BatchScorer):
 
         if log_metric is None:
             return
-        t0s: list[int | None] = [self.evaluator(t).target.t0 for t in target]
+        t0s: list[int | None] = [self.t0(t) for t in target]
         groups = None if prompts is None else [json.dumps(p, sort_keys=True, default=str) for p in prompts]
         for name, value in batch_metrics(
             [r.to_dict() for r in results], t0s, 1 - self.config.fidelity.correct_threshold, groups
         ).items():
             if value == value:  # undefined (NaN) metrics are not logged: TensorBoard refuses None
                 log_metric(name, value)
+
+    def t0(self, spec: str | dict) -> int | None:
+        """The reference T-count of a target (its evaluator's)."""
+        return self.evaluator(spec).target.t0
 
     def timed_results(
         self, completions: list, target: list, log_metric: Callable | None, prompts: list | None = None

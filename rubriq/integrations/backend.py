@@ -1,0 +1,103 @@
+"""Where the adapters score: in this process (a :class:`~rubriq.evaluator.batch.BatchScorer`, the
+default) or through ``rubriq serve`` (a :class:`~rubriq.integrations.client.RubriQClient`), with
+the same answer either way: one dict per completion, ``EvaluationResult.to_dict()`` plus
+``correct`` and ``t0`` (:func:`rubriq.serve.protocol.result_dict`).
+
+:func:`backend` picks one from its arguments or the environment (``RUBRIQ_URL``,
+``RUBRIQ_API_KEY``, ``RUBRIQ_CONFIG``: a rubric YAML for in-process scoring, ``RUBRIQ_WORKERS``)
+and keeps it for the process, since the frameworks call a reward function, not a constructor.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from rubriq.integrations.client import URL_ENV, RubriQClient
+
+CONFIG_ENV = "RUBRIQ_CONFIG"
+WORKERS_ENV = "RUBRIQ_WORKERS"
+
+
+class LocalBackend:
+    """Score in this process: one BatchScorer (one cache; ``workers`` > 1: one process pool).
+    Thread-safe (verl and OpenRLHF call reward functions from several threads)."""
+
+    def __init__(self, config: Any = None, workers: int = 1) -> None:
+        from rubriq.config import RubricConfig
+        from rubriq.evaluator.batch import BatchScorer
+
+        if isinstance(config, (str, os.PathLike)):
+            config = RubricConfig.from_yaml(str(config))
+        self.scorer = BatchScorer(config, workers=workers)
+        self._lock = threading.Lock()
+
+    def score(self, completions: list[str], targets: list[str | dict]) -> list[dict[str, Any]]:
+        from rubriq.serve.protocol import result_dict
+
+        with self._lock:
+            results = self.scorer.results(list(completions), list(targets))
+            threshold = self.scorer.config.fidelity.correct_threshold
+            return [
+                result_dict(r, threshold, _t0(self.scorer.evaluator(t).target))
+                for r, t in zip(results, targets, strict=True)
+            ]
+
+    def close(self) -> None:
+        self.scorer.close()
+
+
+class RemoteBackend:
+    """Score through ``rubriq serve`` at ``url`` (retries, split batches: :class:`RubriQClient`)."""
+
+    def __init__(self, url: str, api_key: str | None = None, **client: Any) -> None:
+        self.client = RubriQClient(url, api_key, **client)
+
+    def score(self, completions: list[str], targets: list[str | dict]) -> list[dict[str, Any]]:
+        return self.client.score(completions, targets)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _t0(target: Any) -> int | None:
+    try:
+        return int(target.t0)
+    except Exception:  # noqa: BLE001 - a target without a reference T-count
+        return None
+
+
+_BACKENDS: dict[tuple, Any] = {}
+_LOCK = threading.Lock()
+
+
+def backend(url: str | None = None, api_key: str | None = None, config: str | None = None, workers: int | None = None):
+    """The process's backend for these settings (built once): remote when ``url`` (or
+    ``RUBRIQ_URL``) is set, else in-process with ``config`` (or ``RUBRIQ_CONFIG``)."""
+    url = url or os.environ.get(URL_ENV) or None
+    config = config or os.environ.get(CONFIG_ENV) or None
+    if workers is None:
+        workers = int(os.environ.get(WORKERS_ENV, "1"))
+    key = (url, api_key, config, workers)
+    with _LOCK:
+        found = _BACKENDS.get(key)
+        if found is None:
+            found = RemoteBackend(url, api_key) if url else LocalBackend(config, workers)
+            _BACKENDS[key] = found
+        return found
+
+
+def target_of(label: Any) -> str | dict:
+    """A target spec from what a framework passes as the ground truth / label: the dataset's
+    JSON string, a dict, or a dict holding it under ``target`` or ``ground_truth``."""
+    if isinstance(label, dict):
+        for name in ("target", "ground_truth"):
+            if name in label and "algorithm" not in label:
+                return target_of(label[name])
+        return label
+    if isinstance(label, bytes):
+        return label.decode()
+    if isinstance(label, str):
+        return label
+    raise ValueError(f"a RubriQ target is its JSON spec (the dataset's target column), got {type(label).__name__}")

@@ -1,0 +1,83 @@
+"""The rubric's TRL reward functions, scored by ``rubriq serve``: :class:`RemoteRubricRewards` is
+:class:`rubriq.training.rewards.RubricRewards` with the scoring sent to a server, so TRL's
+``GRPOTrainer`` gets the same functions (one per dimension, named after it, with the rubric's
+weights), the same per-dimension logging (``rewards/<dimension>``) and the same batch metrics,
+while the CPUs that score are the server's.
+
+The weights TRL sums with are the server's rubric (``GET /v1/rubric``), so TRL's reward is
+exactly the server's R.  Each distinct (target, completion) of a batch is sent once and kept in
+the functions' shared cache: the five functions of a batch cost one request.
+
+>>> rewards = RemoteRubricRewards("http://127.0.0.1:8000")              # doctest: +SKIP
+>>> GRPOTrainer(..., reward_funcs=rewards.functions(),                    # doctest: +SKIP
+...             args=GRPOConfig(reward_weights=rewards.weights(), ...))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from rubriq.cache import LRUCache
+from rubriq.config import RubricConfig
+from rubriq.evaluator.batch import spec_key
+from rubriq.evaluator.result import EvaluationResult
+from rubriq.integrations.client import RubriQClient
+from rubriq.training.rewards import RubricRewards, completion_text
+
+
+class RemoteRubricRewards(RubricRewards):
+    """The rubric's TRL reward functions over a RubriQ server (``url``, ``api_key``; client
+    options as :class:`~rubriq.integrations.client.RubriQClient`'s)."""
+
+    def __init__(self, url: str, api_key: str | None = None, cache_size: int = 65536, **client: Any) -> None:
+        self._remote = (url, api_key, cache_size, client)
+        self.client = RubriQClient(url, api_key, **client)
+        super().__init__(RubricConfig.from_dict(self.client.rubric()), workers=1, cache_size=cache_size)
+        self._t0s: LRUCache[str, int | None] = LRUCache(max(1024, cache_size // 16))
+
+    def __getstate__(self) -> dict:
+        return {"remote": self._remote}
+
+    def __setstate__(self, state: dict) -> None:
+        url, api_key, cache_size, client = state["remote"]
+        self.__init__(url, api_key, cache_size, **client)  # type: ignore[misc]
+
+    def results(self, completions: list, target: list) -> list[EvaluationResult]:
+        texts = [completion_text(c) for c in completions]
+        specs = list(target)
+        if len(specs) != len(texts):
+            raise ValueError(f"{len(texts)} completions but {len(specs)} targets")
+        keys = [(spec_key(s), t) for s, t in zip(specs, texts, strict=True)]
+        self.stats["requests"] += len(keys)
+        todo = [k for k in dict.fromkeys(keys) if k not in self._results]
+        batch = {k: self._results[k] for k in dict.fromkeys(keys) if k in self._results}
+        if todo:
+            answers = self.client.score([t for _, t in todo], [s for s, _ in todo])
+            for key, answer in zip(todo, answers, strict=True):
+                self._t0s[key[0]] = answer.get("t0")
+                self._results[key] = batch[key] = result_from_dict(answer)
+                self.stats["evaluated"] += 1
+        return [batch[k] for k in keys]
+
+    def t0(self, spec: str | dict) -> int | None:
+        key = spec_key(spec)
+        if key not in self._t0s:  # pragma: no cover - every scored target's T0 came with its result
+            return super().t0(spec)
+        return self._t0s[key]
+
+    def close(self) -> None:
+        self.client.close()
+        super().close()
+
+
+_FIELDS = {f.name for f in dataclasses.fields(EvaluationResult)} - {"circuit"}
+
+
+def result_from_dict(data: dict[str, Any]) -> EvaluationResult:
+    """An :class:`EvaluationResult` from its ``to_dict()`` (a server's answer; extra keys such
+    as ``correct`` and ``t0`` are dropped)."""
+    values = {k: v for k, v in data.items() if k in _FIELDS}
+    if isinstance(values.get("fidelity_interval"), list):
+        values["fidelity_interval"] = tuple(values["fidelity_interval"])
+    return EvaluationResult(**values)

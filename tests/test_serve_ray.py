@@ -1,0 +1,73 @@
+"""``rubriq serve --ray --replicas 2`` on a local Ray cluster (127.0.0.1): both replicas answer,
+results equal in-process scoring, and kill -9 of one replica mid-load costs the client retries,
+not results (Ray restarts the replica; its dropped requests come back as proxy 5xx or dropped
+connections, which RubriQClient retries)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("ray.serve")
+httpx = pytest.importorskip("httpx")
+
+from tests.serve_helpers import MIXED, QFT2, Server, differences, reference, slow_item  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ray_server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("ray") / "server.log"
+    env = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    server = Server("--ray", "--replicas", "2", "--workers", "1", "--max-items", "64", env=env, log=log)
+    server.start(timeout=240)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def replica_pids(server: Server, tries: int = 40) -> set[int]:
+    pids = set()
+    for _ in range(tries):
+        try:
+            pids.add(httpx.get(server.url + "/health", timeout=10).json()["pid"])
+        except httpx.HTTPError:
+            pass
+        if len(pids) == 2:
+            break
+    return pids
+
+
+def test_two_replicas_answer_and_equal_in_process_scoring(ray_server):
+    assert len(replica_pids(ray_server)) == 2
+    response = httpx.post(
+        ray_server.url + "/v1/score", json={"items": [{"completion": c, "target": t} for _, c, t in MIXED]}, timeout=120
+    )
+    assert response.status_code == 200, response.text
+    for (label, completion, spec), got in zip(MIXED, response.json()["results"], strict=True):
+        assert not differences(got, reference(completion, spec)), label
+
+
+def test_killing_a_replica_mid_load_loses_no_item(ray_server):
+    from rubriq.integrations.client import RubriQClient
+
+    victim = min(replica_pids(ray_server))
+    client = RubriQClient(ray_server.url, retries=30, backoff=0.25, max_backoff=2.0, max_items=2, parallel=4)
+    texts = [slow_item(4_000_000, f"ray {i}") for i in range(8)] + [c for _, c, _ in MIXED]
+    specs = [QFT2] * 8 + [t for _, _, t in MIXED]
+    out: dict = {}
+    thread = threading.Thread(target=lambda: out.setdefault("results", client.score(texts, specs)))
+    thread.start()
+    time.sleep(1.0)
+    os.kill(victim, signal.SIGKILL)
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    results = out["results"]
+    assert len(results) == len(texts)
+    for completion, spec, got in zip(texts, specs, results, strict=True):
+        assert not differences(got, reference(completion, spec))
+    assert client.stats["retries"] >= 1
