@@ -96,9 +96,12 @@ class CompletionCache:
         self.path = Path(path)
         self.entries: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self._torn = False  # the file ends inside a line: the next entry starts a new one
         if self.path.is_file():
             bad = 0
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            text = self.path.read_text(encoding="utf-8")
+            self._torn = bool(text) and not text.endswith("\n")
+            for line in text.splitlines():
                 try:
                     entry = json.loads(line)
                     self.entries[entry["key"]] = entry
@@ -120,8 +123,9 @@ class CompletionCache:
             self.entries[entry["key"]] = entry
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(entry, sort_keys=True) + "\n")
+                fh.write(("\n" if self._torn else "") + json.dumps(entry, sort_keys=True) + "\n")
                 fh.flush()
+            self._torn = False
 
 
 @dataclass

@@ -77,13 +77,18 @@ class LeaderboardConfig:
     source: str = "runs/quickstart/data"
     """The dataset whose held-out split the prompts come from (the trained entries' dataset)."""
     split: str = "test"
+    datasets: tuple[str, ...] = ()
+    """Keep only the source's prompts of these datasets (``synthesis``, ``rewrite-small_rewrite``
+    ...); empty: all."""
+    every: int = 1
+    """Then every n-th prompt (in the split's order): a fixed, spread subset on a CPU budget."""
     small_rewrites: dict[str, Any] = field(default_factory=dict)
     """A :class:`~rubriq.data.rewrites.RewriteGeneratorSpec` (generated rewrite prompts, held out
     for everyone); empty: none."""
     samples: int = 4
     temperature: float = 0.8
     top_p: float = 0.95
-    max_new_tokens: int = 128
+    max_new_tokens: int = 192
     seed: int = 0
     eps: float = DEFAULT_EPS
     baselines: tuple[str, ...] = ("qiskit", "tket", "pyzx")
@@ -108,8 +113,11 @@ class LeaderboardConfig:
             entries.append(EntrySpec(**e))
         if len({e.name for e in entries}) != len(entries):
             raise ValueError(f"{path}: two entries share a name")
-        if "baselines" in data:
-            data["baselines"] = tuple(data["baselines"])
+        for key in ("baselines", "datasets"):
+            if key in data:
+                data[key] = tuple(data[key])
+        if int(data.get("every", 1)) < 1:
+            raise ValueError(f"{path}: every must be >= 1")
         return cls(**data, entries=tuple(entries))
 
 
@@ -134,7 +142,12 @@ def write_prompts(config: LeaderboardConfig) -> Path:
     out = Path(config.out)
     prompts = out / "prompts"
     if not (prompts / "test.jsonl").is_file():
+        from rubriq.evaluation.sampling import dataset_of
+
         rows = load_split(config.source, config.split)
+        if config.datasets:
+            rows = [r for r in rows if dataset_of(r) in config.datasets]
+        rows = rows[:: config.every]
         if config.small_rewrites:
             from rubriq.data.rewrites import RewriteGeneratorSpec, small_rewrite_rows
 
@@ -148,9 +161,14 @@ def write_prompts(config: LeaderboardConfig) -> Path:
         save_splits({"test": rows}, prompts)
         log.info("wrote %d prompts to %s", len(rows), prompts / "test.jsonl")
     rows = load_split(prompts, "test")
+    what = f"{config.source} [{config.split}]"
+    if config.datasets:
+        what += f", {' and '.join(config.datasets)} prompts"
+    if config.every > 1:
+        what += f", every {config.every}th"
     protocol = {
         "dataset": str(prompts),
-        "source": f"{config.source} [{config.split}]",
+        "source": what,
         **sampling_of(config),
         "prompts": [r["id"] for r in rows],
     }
