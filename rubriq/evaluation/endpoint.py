@@ -497,11 +497,11 @@ class EndpointPolicy:
             futures = [pool.submit(self._sample_prompt, row, idx, sampling, seed, on_completion) for row, idx in work]
             wait(futures, return_when=FIRST_EXCEPTION)
             failed = next((f for f in futures if f.done() and f.exception() is not None), None)
-            if failed is not None:
-                for f in futures:
-                    f.cancel()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:  # Ctrl+C: no new requests; those in flight still land in the cache
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        # after a failure: nothing new starts, the requests in flight finish (and are cached)
+        pool.shutdown(wait=True, cancel_futures=True)
         if failed is None:
             return
         exc = failed.exception()

@@ -265,6 +265,7 @@ def evaluate_entry(entry: EntrySpec, config: LeaderboardConfig, prompts: Path, f
         max_new_tokens=config.max_new_tokens,
         seed=config.seed,
         eps=config.eps,
+        batch_size=16,
     )
 
     def settings(url: str) -> EndpointSettings:
