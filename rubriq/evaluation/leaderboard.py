@@ -137,7 +137,7 @@ def sampling_of(config: LeaderboardConfig) -> dict[str, Any]:
 def write_prompts(config: LeaderboardConfig) -> Path:
     """``OUT/prompts/test.jsonl`` (once: an existing file is the fixed protocol and is kept)
     and ``OUT/protocol.json``."""
-    from rubriq.data.prompts import load_split, prompt_style_of_rows, save_splits
+    from rubriq.data.prompts import load_split, prompt_style_of_rows
 
     out = Path(config.out)
     prompts = out / "prompts"
@@ -156,9 +156,11 @@ def write_prompts(config: LeaderboardConfig) -> Path:
                 if key in spec:
                     spec[key] = tuple(spec[key])
             rows += small_rewrite_rows(RewriteGeneratorSpec(**spec), style=prompt_style_of_rows(rows))
-        for row in rows:
-            row.pop("sft_answers", None)  # training answers: not part of a held-out prompt
-        save_splits({"test": rows}, prompts)
+        prompts.mkdir(parents=True, exist_ok=True)
+        with open(prompts / "test.jsonl", "w", encoding="utf-8") as fh:
+            for row in rows:
+                row.pop("sft_answers", None)  # training answers: not part of a held-out prompt
+                fh.write(json.dumps(row) + "\n")
         log.info("wrote %d prompts to %s", len(rows), prompts / "test.jsonl")
     rows = load_split(prompts, "test")
     what = f"{config.source} [{config.split}]"
@@ -253,8 +255,14 @@ def evaluate_entry(entry: EntrySpec, config: LeaderboardConfig, prompts: Path, f
         if comparable(summary, load_records(folder / "records.jsonl"), protocol) is None:
             return "kept"
     local = not entry.endpoint and not entry.serve
-    if (local or entry.serve == "rubriq") and entry.model != "embedded" and not Path(entry.model).exists():
-        return f"skipped: no model folder {entry.model} yet"
+    if local or entry.serve == "rubriq":
+        from rubriq.evaluation.evaluate import check_policy
+        from rubriq.training.models import ModelUnavailable
+
+        try:
+            check_policy(entry.model)
+        except ModelUnavailable as exc:
+            return f"skipped: {exc}"
     req = EvalRequest(
         model=entry.model if local or entry.endpoint else "policy",
         dataset=str(prompts),
@@ -341,7 +349,8 @@ def best_correct_t(records: list, eps: float) -> dict[str, int]:
 
 
 def write_table(out: str | Path, eps: float = DEFAULT_EPS, notes: dict[str, str] | None = None) -> Path:
-    """``OUT/README.md`` and ``OUT/leaderboard.json`` from the evaluations in ``OUT``."""
+    """``OUT/README.md`` and ``OUT/leaderboard.json`` from the evaluations in ``OUT``; ``notes``:
+    the config's entries (name -> note): those without an evaluation are listed as not evaluated yet."""
     from rubriq.data.prompts import load_split
     from rubriq.evaluation.evaluate import pass_at_ks
     from rubriq.evaluation.metrics import per_prompt_ci, summarize
@@ -432,6 +441,13 @@ def write_table(out: str | Path, eps: float = DEFAULT_EPS, notes: dict[str, str]
         if d["note"]:
             lines.append(f"- **{d['name']}**: {d['note']}")
     lines.append("")
+    missing = [name for name in (notes or {}) if name not in {d["name"] for d in data}]
+    if missing:
+        lines += [
+            "Configured, not evaluated yet (`rubriq leaderboard configs/leaderboard.yaml` evaluates them once their "
+            "models exist): " + ", ".join(f"`{m}`" for m in missing) + ".",
+            "",
+        ]
     if rewrite_rows:
         lines += _rewrite_table(out, rewrite_rows, data, entries, eps)
     if refused:
