@@ -81,8 +81,8 @@ def test_leaderboard_end_to_end(source, tmp_path, capsys):
     assert "`other-k`: samples 5, the protocol's is 2" in md
     assert "### Rewrite prompts" in md
     (line,) = [x for x in md.splitlines() if x.startswith("| rewrite-small")]
-    cells = [c.strip() for c in line.strip("|").split("|")]  # prompt, T0, planted, qiskit, the two entries
-    assert rewrite["verified"] and cells[3] == str(rewrite["t"])
+    cells = [c.strip() for c in line.strip("|").split("|")]  # prompt, T0, planted, recorded, qiskit, entries
+    assert rewrite["verified"] and cells[4] == str(rewrite["t"])
     board = json.loads((out / "leaderboard.json").read_text())
     assert {e["name"] for e in board["entries"]} == {"tiny-local", "tiny-served"}
     # rerunning keeps comparable evaluations (nothing sampled again)

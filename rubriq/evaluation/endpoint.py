@@ -462,7 +462,8 @@ class EndpointPolicy:
             work = [(rows[i], idx) for i, idx in enumerate(missing) if idx]
             if work:
                 self._run(work, sampling, seed, on_completion, total - cached)
-        records, usage = [], Usage(from_cache=cached)
+        records: list[Record] = []
+        usage = Usage(from_cache=cached)
         for row, row_keys in zip(rows, keys, strict=True):
             for k, key in enumerate(row_keys):
                 entry = self.cache.get(key)

@@ -12,15 +12,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rubriq.config import RubricConfig
 from rubriq.evaluation.metrics import DEFAULT_EPS, summarize, summarize_by
 from rubriq.evaluation.records import RecordLike
-from rubriq.evaluation.settings import EvalSettings
-
-if TYPE_CHECKING:
-    from rubriq.evaluation.endpoint import EndpointSettings
+from rubriq.evaluation.settings import EndpointSettings, EvalSettings
 
 TINY = "tiny"
 

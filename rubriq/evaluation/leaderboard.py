@@ -216,14 +216,18 @@ def served(entry: EntrySpec, timeout_s: float = 600) -> Iterator[str]:
     else:
         raise ValueError(f"entry {entry.name}: serve must be rubriq or llamacpp, got {entry.serve!r}")
     url = f"http://127.0.0.1:{port}/v1"
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    import tempfile
+
+    # the server's log goes to a file, not a pipe (llama.cpp logs every request: a full pipe would stall it)
+    log_file = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log_file, text=True)
     try:
         deadline = time.monotonic() + timeout_s
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(
-                    f"{' '.join(cmd[:4])} exited ({proc.returncode}): {(proc.stderr.read() or '')[-500:]}"
-                )
+                log_file.seek(0)
+                tail = log_file.read()[-500:]
+                raise RuntimeError(f"{' '.join(cmd[:4])} exited ({proc.returncode}): {tail}")
             try:
                 httpx.get(url + "/models", timeout=2)
                 break
@@ -239,6 +243,7 @@ def served(entry: EntrySpec, timeout_s: float = 600) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(30)
+        log_file.close()
 
 
 def evaluate_entry(entry: EntrySpec, config: LeaderboardConfig, prompts: Path, force: bool = False) -> str:
@@ -324,7 +329,8 @@ def entry_rows(out: Path, protocol: dict[str, Any], eps: float) -> tuple[list[di
     """(comparable evaluations, [(folder, why not comparable)]) of a leaderboard folder."""
     from rubriq.evaluation.sampling import load_records
 
-    ok, refused = [], []
+    ok: list[dict] = []
+    refused: list[tuple[str, str]] = []
     for folder in sorted(p for p in out.iterdir() if (p / "records.jsonl").is_file()):
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
         records = load_records(folder / "records.jsonl")
@@ -363,10 +369,11 @@ def write_table(out: str | Path, eps: float = DEFAULT_EPS, notes: dict[str, str]
     entries, refused = entry_rows(out, protocol, eps)
     k = int(protocol["samples"])
     ks = pass_at_ks(k)
-    table, data = [], []
+    table: list[list[str]] = []
+    data: list[dict[str, Any]] = []
     for e in entries:
         s = summarize(e["records"], eps, ks)
-        by = {}
+        by: dict[str, dict[str, Any]] = {}
         for dataset in sorted({r.get("dataset") for r in e["records"]}):
             by[dataset] = summarize([r for r in e["records"] if r.get("dataset") == dataset], eps, ks)
         ci = per_prompt_ci(e["records"], "correct", eps)
@@ -413,8 +420,8 @@ def write_table(out: str | Path, eps: float = DEFAULT_EPS, notes: dict[str, str]
     lines = [
         "# RubriQ leaderboard",
         "",
-        f"Held-out prompts: {len(rows)} ({n_synth} synthesis prompts from {protocol['source']}, "
-        f"{len(rewrite_rows)} generated rewrite-with-fewer-T prompts; `prompts/test.jsonl`), the same for every "
+        f"Held-out prompts: {len(rows)} from {protocol['source']} ({n_synth} synthesis, {len(rewrite_rows)} "
+        "rewrite-with-fewer-T; `prompts/test.jsonl`), the same for every "
         f"entry; k = {k} completions per prompt at temperature {protocol['temperature']} (top_p "
         f"{protocol['top_p']}, at most {protocol['max_new_tokens']} new tokens, seed {protocol['seed']}); "
         f"correct: F_avg >= {1 - eps:g}. Intervals: 95% t-intervals over prompts. Rebuild: "
@@ -444,8 +451,8 @@ def write_table(out: str | Path, eps: float = DEFAULT_EPS, notes: dict[str, str]
     missing = [name for name in (notes or {}) if name not in {d["name"] for d in data}]
     if missing:
         lines += [
-            "Configured, not evaluated yet (`rubriq leaderboard configs/leaderboard.yaml` evaluates them once their "
-            "models exist): " + ", ".join(f"`{m}`" for m in missing) + ".",
+            "Configured, not evaluated yet (`rubriq leaderboard configs/leaderboard.yaml` evaluates each whose "
+            "model exists): " + ", ".join(f"`{m}`" for m in missing) + ".",
             "",
         ]
     if rewrite_rows:
@@ -508,6 +515,7 @@ def _rewrite_table(out: Path, rewrite_rows: list[dict], data: list[dict], entrie
                 r["id"],
                 str(r["t0"]),
                 str(r.get("t_planted", "-")),
+                str(r.get("t_pyzx", "-")),
                 *cells,
                 *(str(best[n].get(r["id"], "-")) for n in names),
             ]
@@ -516,10 +524,10 @@ def _rewrite_table(out: Path, rewrite_rows: list[dict], data: list[dict], entrie
         "### Rewrite prompts: T-count beside the compilers",
         "",
         "T of each compiler's verified rewrite (`compilers.json`) and, per entry, the lowest T among its correct "
-        "completions (`-`: none of its k completions was correct); T0: the circuit's T-count, planted: the "
-        "generator's known rewrite.",
+        "completions (`-`: none of its k completions was correct); T0: the circuit's T-count; planted: the "
+        "generator's known rewrite; recorded: the PyZX optimum the dataset recorded (rubriq/data/rewrites.py).",
         "",
-        *markdown_table(["prompt", "T0", "planted", *methods, *names], table),
+        *markdown_table(["prompt", "T0", "planted", "recorded", *methods, *names], table),
         "",
     ]
 

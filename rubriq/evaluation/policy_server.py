@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
     parser = argparse.ArgumentParser(
-        prog="python -m rubriq.evaluation.policy_server", description=__doc__.split("\n\n")[0]
+        prog="python -m rubriq.evaluation.policy_server", description=(__doc__ or "").split("\n\n")[0]
     )
     parser.add_argument("--model", default="embedded", help="embedded, tiny, or a model / adapter folder")
     parser.add_argument("--served-name", default="policy", help="the model name clients ask for (default: policy)")
