@@ -31,7 +31,7 @@ PYTHON = os.environ.get("RUBRIQ_LLAMACPP_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="module")
-def llamacpp():
+def llamacpp(tmp_path_factory):
     import httpx
 
     from rubriq.training.models import embedded_gguf
@@ -44,12 +44,14 @@ def llamacpp():
     sock.close()
     cmd = [PYTHON, "-m", "llama_cpp.server", "--model", str(embedded_gguf()), "--model_alias", "smollm2"]
     cmd += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = tmp_path_factory.mktemp("llamacpp") / "server.log"
+    with open(log, "w") as fh:  # a file, not a pipe: llama.cpp logs every request
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=fh, text=True)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 300
     try:
         while True:
-            assert proc.poll() is None, proc.stderr.read()[-2000:]
+            assert proc.poll() is None, log.read_text()[-2000:]
             try:
                 httpx.get(url + "/models", timeout=2)
                 break

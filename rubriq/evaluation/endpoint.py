@@ -172,11 +172,12 @@ class Usage:
         >>> Usage(prompt_tokens=2_000_000, completion_tokens=500_000).cost(0.5, 2.0)
         2.0
         """
-        if price_in is None and price_out is None:
+        given = price_in if price_in is not None else price_out
+        if given is None:
             return None
-        price_in = price_out if price_in is None else price_in
-        price_out = price_in if price_out is None else price_out
-        return (self.prompt_tokens * price_in + self.completion_tokens * price_out) / 1e6
+        p_in = given
+        p_out = price_out if price_out is not None else given
+        return (self.prompt_tokens * p_in + self.completion_tokens * p_out) / 1e6
 
     def to_dict(self, settings: EndpointSettings | None = None) -> dict[str, Any]:
         """The counts, ``total_tokens`` and (with a price in ``settings``) ``cost_usd``."""
