@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.rubriq-installed
 VENV_HOME := $(if $(filter /tmp/% /var/tmp/%,$(CURDIR)),$(HOME)/.cache/rubriq/venvs/$(shell printf %s '$(CURDIR)' | md5sum | cut -c1-12))
 PY     := $(or $(VENV_HOME),$(VENV))/bin/python
 
-.PHONY: setup lock test demo bench clean
+.PHONY: setup lock test test-llamacpp demo bench clean
 
 setup: $(STAMP)
 
@@ -21,7 +21,7 @@ setup: $(STAMP)
 LOCKS  := requirements.lock requirements/nodeps.lock
 PIP_VERSION := 26.3
 UV_FLAGS := --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 --quiet
-EXTRAS := test torch baselines train hardware app serve ray dev
+EXTRAS := test torch baselines train hardware app serve ray endpoint dev
 
 $(STAMP): pyproject.toml Makefile $(LOCKS)
 	@# Debian packages: libseccomp2 builds the sandbox's seccomp allow-list; chromium and
@@ -36,7 +36,7 @@ $(STAMP): pyproject.toml Makefile $(LOCKS)
 	    || echo "warning: could not install$$missing (libseccomp2 is required; without chromium the browser tests skip)"; \
 	fi
 	@$(PYTHON) -c 'import platform, sys; ok = sys.version_info[:2] == (3, 11) and platform.machine() == "x86_64"; \
-	  ok or sys.exit(f"make setup: the lock is resolved for CPython 3.11 on x86_64 Linux; this is {platform.python_version()} on {platform.machine()}. Use PYTHON=python3.11, or install the ranges of pyproject.toml: pip install -e .[test,torch,baselines,train,hardware,app]")'
+	  ok or sys.exit(f"make setup: the lock is resolved for CPython 3.11 on x86_64 Linux; this is {platform.python_version()} on {platform.machine()}. Use PYTHON=python3.11, or install the ranges of pyproject.toml: pip install -e .[test,torch,baselines,train,hardware,app,endpoint]")'
 	$(if $(VENV_HOME),$(PYTHON) -m venv $(VENV_HOME) && ln -sfn $(VENV_HOME) $(VENV),$(PYTHON) -m venv $(VENV))
 	$(PY) -m pip install --quiet pip==$(PIP_VERSION)
 	$(PY) -m pip install --quiet --no-deps --require-hashes $(addprefix -r ,$(LOCKS))
@@ -65,6 +65,19 @@ test: setup
 	$(PY) -m mypy
 	$(PY) -m pytest
 
+# Opt-in: --endpoint against llama.cpp's own OpenAI-compatible server (llama-cpp-python serving
+# the embedded SmolLM2 GGUF). Not in `make test`: pip builds llama.cpp from source, which takes
+# longer than the rest of `make setup` together (docs/endpoints.md has the measurement).
+# The server gets its own virtualenv (its [server] extra pins fastapi/uvicorn ranges of its own;
+# the locked .venv stays as `make test` checked it).
+LLAMACPP_VERSION ?= 0.3.36
+LLAMACPP_VENV := .venv-llamacpp
+test-llamacpp: setup
+	test -x $(LLAMACPP_VENV)/bin/python || $(PYTHON) -m venv $(LLAMACPP_VENV)
+	$(LLAMACPP_VENV)/bin/python -c 'import llama_cpp.server' 2>/dev/null || \
+	  $(LLAMACPP_VENV)/bin/python -m pip install --quiet "llama-cpp-python[server]==$(LLAMACPP_VERSION)"
+	RUBRIQ_LLAMACPP=1 RUBRIQ_LLAMACPP_PYTHON=$(LLAMACPP_VENV)/bin/python $(PY) -m pytest tests/test_llamacpp.py -p no:cacheprovider
+
 # The CPU quickstart: embedded model -> SFT -> GRPO -> before/after report in runs/quickstart/.
 demo: setup
 	$(VENV)/bin/rubriq quickstart
@@ -74,4 +87,4 @@ bench: setup
 	$(PY) benchmarks/bench_sandbox.py
 
 clean:
-	rm -rf $(if $(VENV_HOME),$(VENV_HOME)) $(VENV) .pytest_cache build dist *.egg-info
+	rm -rf $(if $(VENV_HOME),$(VENV_HOME)) $(VENV) $(LLAMACPP_VENV) .pytest_cache build dist *.egg-info

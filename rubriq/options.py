@@ -91,23 +91,27 @@ def from_namespace(cls: type[T], namespace: argparse.Namespace) -> T:
     return cls(**values)
 
 
-def typer_options(cls: type, into: str = "options") -> Callable[[Callable], Callable]:
+def typer_options(cls: type, into: str = "options", exclude: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
     """Decorate a typer command taking ``into: cls``: the command gets one typer option per
-    option field of ``cls`` (flag, metavar, help and default from the field) and is called
-    with the dataclass built from them."""
+    option field of ``cls`` (flag, metavar, help and default from the field; ``exclude``: fields
+    left at their defaults, e.g. one whose flag the command already has) and is called with the
+    dataclass built from them."""
     import typer
+
+    def fields() -> list[tuple[dataclasses.Field, Any]]:
+        return [(f, tp) for f, tp in _fields(cls) if f.name not in exclude]
 
     def decorate(command: Callable) -> Callable:
         signature = inspect.signature(command)
         params = [p for name, p in signature.parameters.items() if name != into]
         hints = typing.get_type_hints(command)
         annotations = {k: v for k, v in hints.items() if k != into}
-        for f, tp in _fields(cls):
+        for f, tp in fields():
             meta = f.metadata
             default = typer.Option(_default(f), _flag(f), help=meta["help"], metavar=meta["metavar"])
             params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=tp))
             annotations[f.name] = tp
-        names = [f.name for f, _ in _fields(cls)]
+        names = [f.name for f, _ in fields()]
 
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> Any:

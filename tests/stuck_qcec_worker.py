@@ -8,10 +8,17 @@ import struct
 import sys
 import time
 
-payload = pickle.dumps("ready")
-out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-out.write(struct.pack("!Q", len(payload)) + payload)
-out.flush()
-(length,) = struct.unpack("!Q", sys.stdin.buffer.read(8))
-sys.stdin.buffer.read(length)
-time.sleep(600)
+
+def main() -> None:
+    """Say ready, read one request, never answer."""
+    payload = pickle.dumps("ready")
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    out.write(struct.pack("!Q", len(payload)) + payload)
+    out.flush()
+    (length,) = struct.unpack("!Q", sys.stdin.buffer.read(8))
+    sys.stdin.buffer.read(length)
+    time.sleep(600)
+
+
+if __name__ == "__main__":  # pytest --doctest-modules imports this file; only run as a script
+    main()

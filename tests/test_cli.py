@@ -85,6 +85,13 @@ NOT_RUN = {
     "python rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml": "the paper's 7B model; tests/test_train_entry.py runs the entry point with the tiny model",
     "accelerate launch --num_processes 4 rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml": "4 GPUs; tests/test_multiprocess.py runs 2 CPU processes through accelerate",
     "rubriq train run configs/variants/sparse_ppo.yaml": "the paper's 7B model; PPO is run by test_multiprocess.py",
+    "rubriq evaluate --endpoint http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-Coder-7B-Instruct --dataset "
+    "data/prompts --samples 4 --temperature 0.8 --out runs/eval-qwen": "needs a vLLM server; tests/test_endpoint.py "
+    "runs evaluate --endpoint against a server on 127.0.0.1",
+    'rubriq synthesize "Synthesize a 4-qubit QFT circuit" --endpoint URL --model NAME -n 8': "needs a server; "
+    "tests/test_endpoint.py runs synthesize --endpoint against one on 127.0.0.1",
+    "rubriq app --endpoint URL --model NAME": "serves until stopped; tests/test_endpoint.py drives the "
+    "Synthesize tab's handler over an endpoint",
 }
 
 # README command -> (arguments the test adds to keep it small, exit code, texts the output must hold)

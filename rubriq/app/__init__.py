@@ -53,8 +53,17 @@ with pi/8 phases, such as QFT-3, gets Qiskit's Clifford+T RZ synthesis, accurate
 infidelity of ~1e-13, inside verification's tolerance, and costing many T gates)."""
 
 
-def load_app_policy(model: str):
-    """(tokenizer, model) for ``--model`` (``none``: no policy; the Synthesize tab says how to load one)."""
+def load_app_policy(model: str, endpoint=None):
+    """(tokenizer, model) for ``--model`` (``none``: no policy; the Synthesize tab says how to load one);
+    with ``endpoint`` (an :class:`~rubriq.evaluation.settings.EndpointSettings` with a URL), an
+    :class:`~rubriq.evaluation.endpoint.EndpointPolicy` for the model it serves, checked now (key,
+    URL, model), its completions cached in ``endpoint.cache`` or ``$RUBRIQ_CACHE/completions.jsonl``."""
+    if endpoint is not None and endpoint.enabled:
+        from rubriq.evaluation.endpoint import EndpointPolicy, default_cache
+
+        policy = EndpointPolicy(endpoint, model, endpoint.cache or default_cache())
+        policy.check()
+        return policy
     if model in (None, "", "none"):
         return None
     from rubriq.evaluation.evaluate import load_policy
@@ -113,10 +122,12 @@ def build_app(policy=None, model_name: str = "none", concurrency: int = 2):
     """The Gradio Blocks app (not launched)."""
     import gradio as gr
 
+    from rubriq.evaluation.endpoint import is_endpoint_policy
     from rubriq.evaluation.evaluate import prompt_style_of
 
     choices = handlers.target_choices()
-    style = prompt_style_of(model_name) if model_name not in ("none", "") else "full"
+    remote = is_endpoint_policy(policy)
+    style = prompt_style_of(model_name) if model_name not in ("none", "") and not remote else "full"
 
     def on_target(name):
         return handlers.target_help(name), gr.update(visible=name == "circuit"), gr.update(visible=name != "circuit")
@@ -204,7 +215,7 @@ def build_app(policy=None, model_name: str = "none", concurrency: int = 2):
             )
         with gr.Tab("Synthesize", elem_id="tab-synthesize"):
             gr.Markdown(
-                f"Policy: **{model_name}**"
+                (f"Policy: **{model_name}** at `{policy.endpoint}`" if remote else f"Policy: **{model_name}**")
                 if policy is not None
                 else "No model loaded. Start with `rubriq app --model embedded` (the bundled SmolLM2-135M) or "
                 "`--model runs/quickstart/train/final` (a trained adapter)."
@@ -293,9 +304,19 @@ def write_space_files(folder, model: str = "embedded") -> list:
     return [folder / name for name in files]
 
 
-def launch(host: str = "127.0.0.1", port: int = 7860, model: str = "none", block: bool = True, concurrency: int = 2):
-    """Build and serve the app; returns the Gradio app (``block=False``: serve in the background)."""
-    policy = load_app_policy(model)
+def launch(
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    model: str = "none",
+    block: bool = True,
+    concurrency: int = 2,
+    policy=None,
+    endpoint=None,
+):
+    """Build and serve the app; returns the Gradio app (``block=False``: serve in the background).
+    ``policy``: one already loaded (:func:`load_app_policy`), else ``model`` (and ``endpoint``)
+    is loaded."""
+    policy = policy if policy is not None else load_app_policy(model, endpoint)
     demo = build_app(policy, model, concurrency)
     demo.launch(server_name=host, server_port=port, prevent_thread_lock=not block, show_error=False)
     return demo

@@ -114,6 +114,7 @@ def quiet_libraries(verbose: bool) -> None:
         "trl",
         "qiskit",
         "httpx",
+        "httpx2",  # the openai client's HTTP library: a line per request at INFO
         "urllib3",
         "gradio",
         "huggingface_hub",

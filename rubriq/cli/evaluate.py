@@ -19,11 +19,18 @@ from rubriq.cli.common import (
     new_table,
     reported,
 )
+from rubriq.evaluation.settings import EndpointSettings
+from rubriq.options import typer_options
 
 
 @app.command(context_settings=CONTEXT)
+@typer_options(EndpointSettings, into="remote")
 def evaluate(
-    model: str = typer.Option(..., metavar="MODEL", help="Model or adapter folder, hub id, 'embedded', or 'tiny'."),
+    model: str = typer.Option(
+        ...,
+        metavar="MODEL",
+        help="Model or adapter folder, hub id, 'embedded', or 'tiny'; with --endpoint, the name of the served model.",
+    ),
     dataset: Path = typer.Option(Path("data/prompts"), metavar="DIR", help="Folder written by rubriq data build."),
     split: str = typer.Option("test", metavar="NAME", help="Dataset split (train, validation, test)."),
     samples: int = typer.Option(1, "--samples", "-n", metavar="K", help="Completions per prompt (the k of pass@k)."),
@@ -32,9 +39,19 @@ def evaluate(
     max_prompts: int = typer.Option(0, metavar="N", help="Evaluate at most N prompts (0: all)."),
     eps: float = typer.Option(0.01, metavar="EPS", help="Correct: F_avg >= 1 - EPS."),
     baselines: str = typer.Option("", metavar="LIST", help="Compiler baselines on the same targets, e.g. qiskit,pyzx."),
-    out: Path = typer.Option(Path("runs/eval"), metavar="DIR", help="records.jsonl, summary.json"),
+    seed: int = typer.Option(0, metavar="N", help="Sampling seed (sample k of a prompt on an endpoint: N + k)."),
+    out: Path = typer.Option(
+        Path("runs/eval"), metavar="DIR", help="records.jsonl, summary.json (and completions.jsonl with --endpoint)."
+    ),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Continue an --endpoint run that stopped: request only the completions missing from its cache.",
+    ),
+    remote: EndpointSettings = EndpointSettings(),
 ) -> None:
-    """Sample a policy on a split and compute the paper's metrics (docs/metrics.md)."""
+    """Sample a policy on a split and compute the paper's metrics (docs/metrics.md). With --endpoint
+    URL --model NAME, sample a model behind any OpenAI-compatible server instead (docs/endpoints.md)."""
     from rubriq.baselines.compilers import METHODS
     from rubriq.evaluation.evaluate import EvalRequest, run_evaluation
     from rubriq.tables import fmt
@@ -52,8 +69,12 @@ def evaluate(
         f"no split {split!r} in {dataset} (has: "
         f"{', '.join(sorted(p.stem for p in dataset.glob('*.jsonl'))) or 'none'})",
     )
-    check_model(model)
-    _warn_style(model, dataset, split)
+    with reported():
+        remote.validate()
+    check(not resume or remote.enabled, "--resume", "continues an --endpoint run (local sampling keeps no cache)")
+    if not remote.enabled:
+        check_model(model)
+        _warn_style(model, dataset, split)
     req = EvalRequest(
         model=model,
         dataset=str(dataset),
@@ -63,13 +84,18 @@ def evaluate(
         max_new_tokens=max_new_tokens,
         max_prompts=max_prompts,
         eps=eps,
+        seed=seed,
     )
     with reported():
-        summary = run_evaluation(req, out, baselines=methods)
+        summary = run_evaluation(req, out, baselines=methods, endpoint=remote, resume=resume)
     s = summary["overall"]
     ks = sorted(int(k.removeprefix("pass@")) for k in s if k.startswith("pass@"))
+    where = f" at {remote.endpoint}" if remote.enabled else ""
     table = new_table(
-        f"{model} on {dataset} [{split}] ({s['completions']} completions)", "metric", "value", keep_whole=("metric",)
+        f"{model}{where} on {dataset} [{split}] ({s['completions']} completions)",
+        "metric",
+        "value",
+        keep_whole=("metric",),
     )
     for label, value in (
         ("parse rate", fmt(s["parse_rate"], 2)),
@@ -84,10 +110,31 @@ def evaluate(
         ("trivial", fmt(s["trivial_rate"], 2)),
     ):
         table.add_row(label, value)
+    for label, value in usage_rows(summary.get("usage")):
+        table.add_row(label, value)
     console.print(table)
     if summary.get("baselines"):
         console.print(_baseline_table(summary["baselines"]))
     console.print(f"wrote {out / 'records.jsonl'} and {out / 'summary.json'}", markup=False)
+
+
+def usage_rows(usage: dict | None) -> list[tuple[str, str]]:
+    """The token and cost lines of an endpoint run's ``usage`` (none for a local run)."""
+    if not usage:
+        return []
+    rows = [
+        (
+            "tokens (prompt + completion)",
+            f"{usage['prompt_tokens']:,} + {usage['completion_tokens']:,} = {usage['total_tokens']:,}",
+        ),
+        (
+            "requests (this run)",
+            f"{usage['requests']} ({usage['retries']} retries); {usage['from_cache']} completions from the cache",
+        ),
+    ]
+    if "cost_usd" in usage:
+        rows.append(("cost (USD)", f"{usage['cost_usd']:.4f}"))
+    return rows
 
 
 def _warn_style(model: str, dataset: Path, split: str) -> None:
@@ -153,3 +200,22 @@ def report(
     with reported():
         md, page = write_report(inputs, out, target_metric, target_value, eps)
     console.print(f"wrote {md} and {page}", markup=False)
+
+
+@app.command(context_settings=CONTEXT)
+def leaderboard(
+    config: Path = typer.Argument(Path("configs/leaderboard.yaml"), metavar="YAML", help="Leaderboard config."),
+    table_only: bool = typer.Option(
+        False, "--table-only", help="Rebuild the table from the folders present; evaluate nothing."
+    ),
+    force: bool = typer.Option(False, "--force", help="Evaluate every entry again, even one already evaluated."),
+    only: list[str] = typer.Option([], "--only", metavar="NAME", help="Evaluate only this entry (repeatable)."),
+) -> None:
+    """Evaluate the config's entries (local policies, endpoints) on the same held-out prompts with the
+    same k, run the compilers on the rewrite prompts, and write the table (results/leaderboard/)."""
+    from rubriq.evaluation.leaderboard import run
+
+    check(config.is_file(), "YAML", f"no such file: {config}")
+    with reported():
+        readme = run(config, table_only=table_only, force=force, only=tuple(only))
+    console.print(f"wrote {readme}", markup=False)

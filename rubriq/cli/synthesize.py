@@ -19,11 +19,14 @@ from rubriq.cli.common import (
     param_dict,
     reported,
 )
+from rubriq.evaluation.settings import EndpointSettings
+from rubriq.options import typer_options
 
 FORMATS = ("qasm2", "qasm3", "python")
 
 
 @app.command(context_settings=CONTEXT)
+@typer_options(EndpointSettings, into="remote")
 def synthesize(
     spec: str = typer.Argument(
         ..., metavar="SPEC", help='Natural-language spec, e.g. "Synthesize a 4-qubit QFT circuit".'
@@ -33,8 +36,11 @@ def synthesize(
     ),
     qubits: int | None = typer.Option(None, "--qubits", "-q", metavar="N", help="Number of qubits (with --target)."),
     param: list[str] = typer.Option([], "--param", "-p", metavar="KEY=VALUE", help="Target parameter (repeatable)."),
-    model: str = typer.Option(
-        "embedded", metavar="MODEL", help="Policy: model or adapter folder, hub id, 'embedded', 'tiny'."
+    model: str | None = typer.Option(
+        None,
+        metavar="MODEL",
+        help="Policy: model or adapter folder, hub id, 'embedded' (the default), 'tiny'; with --endpoint, "
+        "the name of the served model.",
     ),
     n: int = typer.Option(16, "--samples", "-n", metavar="N", help="Candidates to sample."),
     fmt: str = typer.Option("qasm2", "--format", metavar="FORMAT", help="qasm2 | qasm3 | python"),
@@ -46,6 +52,8 @@ def synthesize(
         "verified equivalent and correct with fewer T or less depth.",
     ),
     show_all: bool = typer.Option(False, "--show-all", help="List every candidate with its score or error."),
+    seed: int = typer.Option(0, metavar="N", help="Sampling seed (candidate k on an endpoint: N + k)."),
+    remote: EndpointSettings = EndpointSettings(),
 ) -> None:
     """Sample N circuits for a spec, print the best correct one with its scores and drawing. The
     prompt is the one the policy was trained with (its folder's rubriq_policy.json)."""
@@ -71,9 +79,26 @@ def synthesize(
             fail(str(exc), "SPEC")
         except ValueError as exc:  # recognized, but the size or a parameter is out of range
             fail(str(exc).replace("num_qubits", "the number of qubits"), "SPEC")
-    check_model(model)
-    style = prompt_style_of(model)
-    console.print(f"target: {tgt!r}; prompting {model} with its {style} {fmt} prompt", markup=False)
+    with reported():
+        remote.validate()
+    policy = None
+    if remote.enabled:
+        check(model is not None, "--model", "name the model the endpoint serves (--endpoint URL --model NAME)")
+        assert model is not None
+        from rubriq.evaluation.endpoint import EndpointPolicy, default_cache
+
+        policy = EndpointPolicy(remote, model, remote.cache or default_cache())
+        with reported():
+            policy.check()  # key, URL and model, before any slow work
+        style = "full"
+        console.print(
+            f"target: {tgt!r}; prompting {model} at {remote.endpoint} with the {style} {fmt} prompt", markup=False
+        )
+    else:
+        model = model or "embedded"
+        check_model(model)
+        style = prompt_style_of(model)
+        console.print(f"target: {tgt!r}; prompting {model} with its {style} {fmt} prompt", markup=False)
     from rubriq.evaluation.synthesize import synthesize as run_synthesis
 
     with reported():
@@ -85,7 +110,18 @@ def synthesize(
             max_new_tokens=max_new_tokens,
             temperature=temperature,
             optimize=optimize,
+            seed=seed,
             style=style,
+            policy=policy,
+        )
+    if policy is not None:
+        u = policy.usage.to_dict(remote)
+        cost = f", cost {u['cost_usd']:.4f} USD" if "cost_usd" in u else ""
+        console.print(
+            f"endpoint: {u['requests']} requests ({u['retries']} retries), {u['from_cache']} candidates from the "
+            f"cache {policy.cache.path}; tokens {u['prompt_tokens']:,} prompt + {u['completion_tokens']:,} "
+            f"completion{cost}",
+            markup=False,
         )
     parsed = sum(c.result["parsed"] for c in result.candidates)
     if show_all:

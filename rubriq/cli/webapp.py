@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import typer
@@ -15,6 +16,8 @@ from rubriq.cli.common import (
     fail,
     reported,
 )
+from rubriq.evaluation.settings import EndpointSettings
+from rubriq.options import typer_options
 
 
 @app.command(context_settings=CONTEXT)
@@ -44,6 +47,7 @@ def quickstart(
 
 
 @app.command("app", context_settings=CONTEXT)
+@typer_options(EndpointSettings, into="remote", exclude=("concurrency",))
 def serve_app(
     host: str = typer.Option(
         "127.0.0.1", metavar="HOST", help="Interface to bind (0.0.0.0 exposes the app to your network)."
@@ -52,25 +56,43 @@ def serve_app(
     model: str = typer.Option(
         "none",
         metavar="MODEL",
-        help="Policy for the Synthesize tab: embedded, a model or adapter folder, tiny (random, for tests) or none.",
+        help="Policy for the Synthesize tab: embedded, a model or adapter folder, tiny (random, for tests) or none; "
+        "with --endpoint, the name of the served model.",
     ),
-    concurrency: int = typer.Option(2, metavar="N", help="Requests processed at once (the rest wait in the queue)."),
+    concurrency: int = typer.Option(
+        2,
+        metavar="N",
+        help="Requests processed at once (the rest wait in the queue); with --endpoint, also the endpoint "
+        "requests in flight per request.",
+    ),
     write_space: Path | None = typer.Option(
         None, metavar="DIR", help="Write the files of a Hugging Face Space to DIR and exit."
     ),
+    remote: EndpointSettings = EndpointSettings(),
 ) -> None:
-    """Serve the interactive app (Score, Synthesize, Baselines tabs) in the browser."""
+    """Serve the interactive app (Score, Synthesize, Baselines tabs) in the browser. With --endpoint
+    URL --model NAME the Synthesize tab samples a model behind an OpenAI-compatible server (the
+    URL and key are fixed here, never taken from the page)."""
     check(1 <= port <= 65535, "--port", f"{port} is not a TCP port (1-65535)")
     check(concurrency >= 1, "--concurrency", f"must be >= 1, got {concurrency}")
-    if model != "none":
+    remote = dataclasses.replace(remote, concurrency=concurrency)
+    with reported():
+        remote.validate()
+    if remote.enabled:
+        check(model != "none", "--model", "name the model the endpoint serves (--endpoint URL --model NAME)")
+        check(write_space is None, "--write-space", "a Space serves a local model; drop --endpoint")
+    elif model != "none":
         check_model(model)
     try:
-        from rubriq.app import launch, write_space_files
+        from rubriq.app import launch, load_app_policy, write_space_files
     except ImportError as exc:
         fail(f"the app needs gradio: pip install -e '.[app]' ({exc})")
     if write_space is not None:
         for path in write_space_files(write_space, model if model not in ("tiny", "none") else "embedded"):
             console.print(f"wrote {path}", markup=False)
         return
-    console.print(f"RubriQ app on http://{host}:{port}/ (model: {model}); Ctrl+C stops it", markup=False)
-    launch(host, port, model, block=True, concurrency=concurrency)
+    where = f" at {remote.endpoint}" if remote.enabled else ""
+    with reported():
+        policy = load_app_policy(model, remote)  # an endpoint is checked now (key, URL, model)
+    console.print(f"RubriQ app on http://{host}:{port}/ (model: {model}{where}); Ctrl+C stops it", markup=False)
+    launch(host, port, model, block=True, concurrency=concurrency, policy=policy)

@@ -17,7 +17,7 @@ from typing import Any
 from rubriq.config import RubricConfig
 from rubriq.evaluation.metrics import DEFAULT_EPS, summarize, summarize_by
 from rubriq.evaluation.records import RecordLike
-from rubriq.evaluation.settings import EvalSettings
+from rubriq.evaluation.settings import EndpointSettings, EvalSettings
 
 TINY = "tiny"
 
@@ -129,13 +129,21 @@ def summaries(records: Sequence[RecordLike], eps: float = DEFAULT_EPS, samples: 
 
 
 def run_evaluation(
-    req: EvalRequest, out: str | Path, config: RubricConfig | None = None, baselines: tuple[str, ...] = ()
+    req: EvalRequest,
+    out: str | Path,
+    config: RubricConfig | None = None,
+    baselines: tuple[str, ...] = (),
+    endpoint: EndpointSettings | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Sample ``req.model`` on the split, score, write records.jsonl and summary.json (and baselines) to ``out``;
-    return the summary."""
+    return the summary.  With ``endpoint`` (:class:`EndpointSettings` with a URL), ``req.model``
+    is the model that endpoint serves: its completions are cached in ``out/completions.jsonl``
+    (or ``endpoint.cache``) as they arrive, a rerun requests only the missing ones, and the
+    summary gets the token ``usage``; ``resume``: the cache must exist (a run to continue)."""
     from rubriq.baselines.compilers import METHODS
     from rubriq.data.prompts import load_split
-    from rubriq.evaluation.sampling import sample, save_records, score
+    from rubriq.evaluation.sampling import generate_with, save_records, score
 
     unknown = [m for m in baselines if m not in METHODS]
     if unknown:
@@ -147,12 +155,40 @@ def run_evaluation(
         rows = rows[: req.max_prompts]
     if not rows:
         raise ValueError(f"split {req.split!r} of {req.dataset} is empty")
-    check_policy(req.model)
-    tokenizer, model = load_policy(req.model)
-    records = score(sample(model, tokenizer, rows, req, seed=req.seed), config)
     out = Path(out)
+    policy: Any
+    if endpoint is not None and endpoint.enabled:
+        from rubriq.evaluation.endpoint import EndpointPolicy
+
+        cache = Path(endpoint.cache) if endpoint.cache else out / "completions.jsonl"
+        if resume and not cache.is_file():
+            raise FileNotFoundError(f"--resume: no completion cache {cache} to continue (drop --resume to start)")
+        policy = EndpointPolicy(endpoint, req.model, cache)
+        policy.check()  # key, URL and model, before any slow work
+    else:
+        if resume:
+            raise ValueError("--resume continues an --endpoint run (local sampling keeps no completion cache)")
+        check_policy(req.model)
+        policy = load_policy(req.model)
+    records = score(
+        generate_with(
+            policy,
+            rows,
+            samples=req.samples,
+            max_new_tokens=req.max_new_tokens,
+            temperature=req.temperature,
+            top_p=req.top_p,
+            batch_size=req.batch_size,
+            seed=req.seed,
+        ),
+        config,
+    )
     save_records(records, out / "records.jsonl")
-    summary = {"request": req.__dict__, **summaries(records, req.eps, req.samples)}
+    summary: dict[str, Any] = {"request": req.__dict__}
+    if endpoint is not None and endpoint.enabled:
+        summary["endpoint"] = endpoint.public()
+        summary["usage"] = policy.usage.to_dict(endpoint)
+    summary.update(summaries(records, req.eps, req.samples))
     if baselines:
         summary["baselines"] = baseline_rows(rows, baselines)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -146,6 +146,19 @@ def sample(
     )
 
 
+def generate_with(policy: Any, rows: list[dict], **kwargs: Any) -> list[Record]:
+    """:func:`generate` for a local policy, a ``(tokenizer, model)`` pair, or
+    :meth:`EndpointPolicy.generate <rubriq.evaluation.endpoint.EndpointPolicy.generate>` for a
+    model behind an OpenAI-compatible endpoint: the same records either way (``kwargs``: those
+    of :func:`generate`)."""
+    from rubriq.evaluation.endpoint import is_endpoint_policy
+
+    if is_endpoint_policy(policy):
+        return policy.generate(rows, **kwargs)
+    tokenizer, model = policy
+    return generate(model, tokenizer, rows, **kwargs)
+
+
 def score(
     records: list[Record], config: RubricConfig | None = None, workers: int = 1, progress: bool = True, chunk: int = 8
 ) -> list[ScoredRecord]:

@@ -118,16 +118,18 @@ def synthesize(
     on_batch=None,
     style: str | None = None,
 ) -> Synthesis:
-    """``policy``: an already loaded (tokenizer, model) pair (else ``model`` is loaded);
-    ``evaluator``: a RubriQEvaluator for ``target`` to reuse; ``on_batch(done, total)``:
-    generation progress; ``style``: the prompt style (default: the one ``model`` was trained
-    with, from its ``rubriq_policy.json``; ``full`` otherwise)."""
+    """``policy``: an already loaded (tokenizer, model) pair or an
+    :class:`~rubriq.evaluation.endpoint.EndpointPolicy` (a model behind an OpenAI-compatible
+    endpoint), else ``model`` is loaded; ``evaluator``: a RubriQEvaluator for ``target`` to
+    reuse; ``on_batch(done, total)``: generation progress; ``style``: the prompt style (default:
+    the one ``model`` was trained with, from its ``rubriq_policy.json``; ``full`` otherwise)."""
     from rubriq.evaluation.evaluate import load_policy, prompt_style_of
-    from rubriq.evaluation.sampling import generate
+    from rubriq.evaluation.sampling import generate_with
     from rubriq.evaluator import RubriQEvaluator
 
     style = style or (prompt_style_of(model) if policy is None else "full")
-    tokenizer, model_ = policy if policy is not None else load_policy(model)
+    if policy is None:
+        policy = load_policy(model)
     row = {
         "id": f"{target.name}-{target.num_qubits}",
         "prompt": target.prompt(fmt, style),
@@ -135,9 +137,8 @@ def synthesize(
         "target": target.spec(),
         "t0": target.t0,
     }
-    records = generate(
-        model_,
-        tokenizer,
+    records = generate_with(
+        policy,
         [row],
         samples=n,
         max_new_tokens=max_new_tokens,

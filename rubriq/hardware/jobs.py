@@ -23,25 +23,27 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 TOKEN_VARIABLES = ("IBM_QUANTUM_TOKEN", "QISKIT_IBM_TOKEN", "IONQ_API_KEY")
 
 
-def secrets() -> list[str]:
-    """The provider tokens set in the environment (never written anywhere)."""
-    return [v for v in (os.environ.get(k) for k in TOKEN_VARIABLES) if v and len(v) >= 4]
+def secrets(names: Sequence[str] = TOKEN_VARIABLES) -> list[str]:
+    """The values of the token variables ``names`` set in the environment (never written
+    anywhere; the endpoint client adds its ``--api-key-env`` to the provider tokens)."""
+    return [v for v in (os.environ.get(k) for k in names) if v and len(v) >= 4]
 
 
-def contains_secret(text: str) -> bool:
-    """Whether ``text`` holds the value of a provider token."""
-    return any(secret in text for secret in secrets())
+def contains_secret(text: str, names: Sequence[str] = TOKEN_VARIABLES) -> bool:
+    """Whether ``text`` holds the value of a token variable."""
+    return any(secret in text for secret in secrets(names))
 
 
-def redact(text: str) -> str:
-    """``text`` with every provider token replaced by a placeholder."""
-    for secret in secrets():
+def redact(text: str, names: Sequence[str] = TOKEN_VARIABLES) -> str:
+    """``text`` with the value of every token variable of ``names`` replaced by a placeholder."""
+    for secret in secrets(names):
         text = text.replace(secret, "***")
     return text
 
