@@ -9,6 +9,10 @@ the sandboxed child process (see SECURITY.md): this filter is bypassable by desi
 Traceback (most recent call last):
 ...
 rubriq.extract.sandbox.guard.GuardError: import of 'os' is not allowed (allowed: qiskit, numpy, math, cmath)
+>>> check_code("g = (x for x in [1])\nf = g.gi_frame.f_back")
+Traceback (most recent call last):
+...
+rubriq.extract.sandbox.guard.GuardError: access to attribute 'f_back' is not allowed (frame or code introspection)
 >>> check_code("from numpy.ctypeslib import ctypes")
 Traceback (most recent call last):
 ...
@@ -117,6 +121,62 @@ DANGEROUS_NAMES = frozenset(
         "logging",
     }
 )
+# Frame, traceback, generator/coroutine and code objects: a running generator's frame leads to
+# its caller's frames (``gi_frame.f_back.f_globals``), i.e. to the sandbox worker's own globals
+# and unrestricted builtins.  The kernel layers hold without this (the job's process has never
+# seen another job), but honest circuit code never walks frames.
+INTROSPECTION_ATTRIBUTES = frozenset(
+    {
+        "f_back",
+        "f_builtins",
+        "f_code",
+        "f_globals",
+        "f_lasti",
+        "f_lineno",
+        "f_locals",
+        "f_trace",
+        "f_trace_lines",
+        "f_trace_opcodes",
+        "f_generator",
+        "tb_frame",
+        "tb_lasti",
+        "tb_lineno",
+        "tb_next",
+        "gi_code",
+        "gi_frame",
+        "gi_running",
+        "gi_suspended",
+        "gi_yieldfrom",
+        "cr_await",
+        "cr_code",
+        "cr_frame",
+        "cr_origin",
+        "cr_running",
+        "cr_suspended",
+        "ag_await",
+        "ag_code",
+        "ag_frame",
+        "ag_running",
+        "co_code",
+        "co_consts",
+        "co_names",
+        "co_varnames",
+        "co_cellvars",
+        "co_freevars",
+        "co_filename",
+        "co_lines",
+        "co_positions",
+        "co_linetable",
+        "co_lnotab",
+        "co_exceptiontable",
+        "co_qualname",
+        "func_globals",
+        "func_code",
+        "func_closure",
+        "cell_contents",
+        "with_traceback",
+    }
+)
 MAX_CODE_BYTES = 65536
 
 
@@ -159,6 +219,8 @@ def check_code(code: str) -> None:
                 raise GuardError(
                     f"access to attribute {node.attr!r} is not allowed (a module reachable through another one)"
                 )
+            if node.attr in INTROSPECTION_ATTRIBUTES:
+                raise GuardError(f"access to attribute {node.attr!r} is not allowed (frame or code introspection)")
         elif isinstance(node, ast.Name):
             if node.id in FORBIDDEN_NAMES or (node.id.startswith("__") and node.id != "__name__"):
                 raise GuardError(f"use of {node.id!r} is not allowed")
