@@ -544,3 +544,56 @@ def test_the_host_kernel_command_line_and_network_devices_are_not_visible(prefil
     )
     result = _evaluator(prefilter).evaluate(_fenced(probe))
     _assert_refused_or(result, prefilter, ran="cmdline=0 nics=['lo']")
+
+
+def test_a_running_job_dies_with_its_worker():
+    """A sleeping completion must not outlive its zygote (killed by the parent, e.g. retired).
+    Before, the supervisor's PR_SET_PDEATHSIG was cleared when it took the mapped uid (as root),
+    so supervisor, init and child kept running after the zygote died."""
+    import psutil
+
+    from rubriq.extract.sandbox import PythonExecutionError, SandboxUnavailable, run_python
+
+    pool = get_pool()
+    pool.ensure_started()
+    box: dict = {}
+
+    def sleeper() -> None:
+        try:
+            run_python(REACH + "imp('time').sleep(30)\n", ExtractionConfig(python_timeout_s=30, python_prefilter=False))
+        except (PythonExecutionError, SandboxUnavailable) as exc:
+            box["error"] = exc
+
+    def running(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    def job_processes() -> list[int]:
+        templates, found = set(pool.zygote_pids().values()), []
+        for z in _zygote_pids():
+            try:
+                found += [c.pid for c in psutil.Process(z).children(recursive=True) if c.pid not in templates]
+            except psutil.NoSuchProcess:
+                pass
+        return found
+
+    thread = threading.Thread(target=sleeper)
+    thread.start()
+    deadline = time.monotonic() + 20
+    job: list[int] = []
+    while len(job) < 3 and time.monotonic() < deadline:  # S, I and K are up
+        time.sleep(0.1)
+        job = job_processes()
+    assert len(job) >= 3, job
+    for z in _zygote_pids():
+        os.kill(z, 9)
+    thread.join(30)
+    assert isinstance(box.get("error"), SandboxUnavailable), box
+    deadline = time.monotonic() + 5
+    while (
+        alive := [p for p in job if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    ) and (time.monotonic() < deadline):
+        time.sleep(0.1)
+    assert not alive, f"the job's processes outlived their zygote: {alive}"

@@ -93,7 +93,8 @@ def _zygote_env(slot: int) -> dict[str, str]:
     return env
 
 
-ZYGOTE_COMMAND = (sys.executable, "-I", "-B", "-m", "rubriq.extract.sandbox.zygote")
+ZYGOTE_COMMAND = (sys.executable, "-I", "-B", "-c", "from rubriq.extract.sandbox.zygote import main; main()")
+"""Not ``-m``: the package would import the module first and runpy would run a second copy."""
 
 
 class _Zygote:
