@@ -360,25 +360,54 @@ def _zygote_pids() -> set[int]:
     }
 
 
+def _idle_sandbox_processes() -> set[int]:
+    """The pool's templates and their spare supervisors (forked ahead of time, no job yet)."""
+    from rubriq.extract.sandbox.zygote import SPARE_NAME
+
+    idle = set()
+    for template in get_pool().zygote_pids().values():
+        if not template:
+            continue
+        idle.add(template)
+        try:
+            for c in psutil.Process(template).children():
+                if c.name() == SPARE_NAME.decode():
+                    idle.add(c.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return idle
+
+
 def _stray_processes(zygotes: set[int]) -> list[str]:
     """Descendants of the zygotes (their pristine templates aside), and anything running as a
     sandbox uid."""
     from rubriq.extract.sandbox.layers import SANDBOX_UID_BASE, SANDBOX_UID_SPAN
 
-    templates = {t for t in get_pool().zygote_pids().values() if t}
+    idle = _idle_sandbox_processes()
     stray = []
     for pid in zygotes:
         try:
-            stray += [
-                f"{c.pid}:{c.name()}" for c in psutil.Process(pid).children(recursive=True) if c.pid not in templates
-            ]
+            stray += [f"{c.pid}:{c.name()}" for c in psutil.Process(pid).children(recursive=True) if c.pid not in idle]
         except psutil.NoSuchProcess:
             pass
     for p in psutil.process_iter(["uids", "name"]):
         uids = p.info["uids"]
-        if uids and SANDBOX_UID_BASE <= uids.real < SANDBOX_UID_BASE + SANDBOX_UID_SPAN:
+        if uids and SANDBOX_UID_BASE <= uids.real < SANDBOX_UID_BASE + SANDBOX_UID_SPAN and not _in_a_zygote_tree(p):
             stray.append(f"{p.pid}:{p.info['name']}")
     return stray
+
+
+def _in_a_zygote_tree(process) -> bool:
+    """Whether a process runs under a live sandbox zygote (ours are checked above; another test
+    session's jobs on this machine run under theirs and are not ours to count). A sandbox-uid
+    process outside every zygote's tree escaped."""
+    try:
+        for parent in process.parents():
+            if "rubriq.extract.sandbox.zygote" in " ".join(parent.cmdline()):
+                return True
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+    return False
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from rubriq.evaluator import RubriQEvaluator
 from rubriq.extract.sandbox import get_pool
 from rubriq.extract.sandbox import pool as pool_module
 from rubriq.extract.sandbox.guard import GuardError, check_code
-from tests.test_hostile import _stray_processes, _zygote_pids
+from tests.test_hostile import _idle_sandbox_processes, _stray_processes, _zygote_pids
 
 PY_TIMEOUT = 3.0
 PREFILTER = pytest.mark.parametrize("prefilter", [True, False], ids=["prefilter", "no-prefilter"])
@@ -571,10 +571,10 @@ def test_a_running_job_dies_with_its_worker():
             return False
 
     def job_processes() -> list[int]:
-        templates, found = set(pool.zygote_pids().values()), []
+        idle, found = _idle_sandbox_processes(), []
         for z in _zygote_pids():
             try:
-                found += [c.pid for c in psutil.Process(z).children(recursive=True) if c.pid not in templates]
+                found += [c.pid for c in psutil.Process(z).children(recursive=True) if c.pid not in idle]
             except psutil.NoSuchProcess:
                 pass
         return found

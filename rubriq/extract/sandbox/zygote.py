@@ -7,8 +7,9 @@ Processes::
     zygote Z   talks to the parent (stdin/stdout frames); reads jobs, writes uid maps, reads and
      │         checks results; runs several jobs at once (one thread each); never forks a job
      └─ template T   forked from Z right after the imports, before Z reads anything: it never
-          │          holds a completion, a result or a nonce.  On request (one byte and three
-          │          descriptors over a socket pair, SCM_RIGHTS) it forks S and hands Z a pidfd
+          │          holds a completion, a result or a nonce.  It keeps SPARES supervisors forked
+          │          (and unshared) ahead of time, each handed to Z with its three pipe ends and
+          │          a pidfd over a socket pair (SCM_RIGHTS); one byte from Z asks for another
           └─ S supervisor -> I init (pid 1) -> K child (pid 2, runs the completion)
 
 Protocol with the parent: frames of a 4-byte big-endian length and a JSON object.  The zygote
@@ -21,7 +22,7 @@ come in any order (several jobs run at once), each echoing its nonce: ``{"nonce"
 result object), ``sandbox`` (the sandbox could not run it: the completion did not run or its
 isolation could not be verified) or ``bad_job``.
 
-Three pipes per job, created by Z and handed to S through T:
+Three pipes per job, created by T for each spare S (Z gets the other ends):
 
 * control (Z -> S, K): ``m`` once Z has written the uid map, then K's job (code and limits; never
   the nonce, which stays in Z);
@@ -29,12 +30,15 @@ Three pipes per job, created by Z and handed to S through T:
   "missing"}`` from K, or ``{"setup_error"}`` from any of them.  K closes it before the completion
   runs: only the sandbox's own code ever writes it, so only it can report a sandbox failure;
 * result (K -> Z): the completion's process holds the only write end.  Z reads at most
-  ``max_output_bytes`` until the deadline and parses it with bounded depth and size; anything
-  that is not one ``{"circuit"}``/``{"error"}`` object is that job's ``malformed`` result.
+  ``max_output_bytes`` until the end of file or the deadline and parses it with bounded depth
+  and size; anything that is not one result object is that job's ``malformed`` result.
 
-At the deadline (or once the result is in) Z kills S through its pidfd: I dies with S
-(PR_SET_PDEATHSIG), the kernel kills the job's PID namespace with I, and Z waits for the result
-pipe's end of file (every holder gone) before it answers.  T reaps (it is a child subreaper).
+At the deadline (or once the result is in) Z kills S's process group through S's pidfd (S, I
+and K at once; before Linux 6.9, S alone: I dies with S by PR_SET_PDEATHSIG and the kernel kills
+the job's PID namespace with I).  Z answers once the result pipe is at its end of file (K gone)
+and frees the job's lane once S's pidfd is readable and the status pipe (which I keeps open,
+unwritten, after forking K) is at its end of file (each wait at most ``KILL_WAIT_S``).  T reaps
+(it is a child subreaper).
 """
 
 from __future__ import annotations
@@ -87,8 +91,12 @@ MAX_ERROR_CHARS = 300
 MAX_RESULT_DEPTH = 8
 """Nesting rounds accepted in a result line (a circuit needs 5: {circuit: {ops: [[name, [q], [p]]]}})."""
 MAX_FRAME_DEPTH = 16
-KILL_WAIT_S = 2.0
+KILL_WAIT_S = 5.0
 TEMPLATE_REPLY_S = 10.0
+SPARES = 2
+"""Supervisors the template keeps forked and unshared ahead of time (a job takes one at once)."""
+SPARE_NAME = b"rubriq-spare"
+"""Process name of a supervisor that has no job yet (``rubriq-job`` once it has one)."""
 
 
 # -- bounded JSON and framing ------------------------------------------------------------------
@@ -296,15 +304,17 @@ def _supervisor(ctx: _Context, control_r: int, status_w: int, result_w: int) -> 
         layers.set_pdeathsig()
         if os.getppid() != ctx.template_pid:
             os._exit(EXIT_SETUP)
+        layers.set_name(SPARE_NAME)
     except BaseException as exc:
         _setup_failure(status_w, "supervisor", exc)
     try:
         layers.unshare_all()
     except BaseException as exc:
         _setup_failure(status_w, "namespaces", exc)
-    _line(status_w, {"stage": "unshared"})
+    _line(status_w, {"stage": "unshared"})  # a spare: Z reads this once it takes S for a job
     if os.read(control_r, 1) != b"m":
         os._exit(EXIT_SETUP)  # the zygote could not write the uid map and says so itself
+    layers.set_name(b"rubriq-job")
     try:
         layers.build_mount_view(ctx.needed_paths)
         # Taking the mapped uid changed S's euid (as root), which clears PR_SET_PDEATHSIG: arm it
@@ -341,8 +351,8 @@ def _init(ctx: _Context, control_r: int, status_w: int, result_w: int, lifeline_
     pid = os.fork()
     if pid == 0:
         _child(ctx, control_r, status_w, result_w)
-    for fd in (control_r, status_w, result_w):
-        os.close(fd)
+    for fd in (control_r, result_w):
+        os.close(fd)  # status_w stays open, never written again: its end of file tells Z that I is gone
     code = EXIT_SETUP
     while True:  # pid 1 reaps everything; it ends when K does
         try:
@@ -432,8 +442,35 @@ def _reap_children(signum: int, frame: Any) -> None:  # pragma: no cover - in T
             return
 
 
+def _offer_spare(ctx: _Context, sock: socket.socket) -> None:  # pragma: no cover - in T
+    """Fork a spare S with its three pipes and hand Z the other ends and a pidfd of S."""
+    control_r, control_w = os.pipe()
+    status_r, status_w = os.pipe()
+    result_r, result_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _supervisor(ctx, control_r, status_w, result_w)
+        finally:
+            os._exit(EXIT_SETUP)
+    for fd in (control_r, status_w, result_w):
+        os.close(fd)
+    theirs = [control_w, status_r, result_r]
+    try:
+        pidfd = os.pidfd_open(pid)  # before any reaping: it names this very process
+        theirs.insert(0, pidfd)
+        socket.send_fds(sock, [b"ok" + struct.pack(">i", pid)], theirs)
+    except OSError:
+        os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        for fd in theirs:
+            os.close(fd)
+
+
 def _template(ctx: _Context, sock: socket.socket) -> None:  # pragma: no cover - forked, never returns
-    """T: wait for spawn requests, fork S for each, send back a pidfd of S."""
+    """T: keep SPARES supervisors ready for Z (one more for each byte Z sends), reap, never
+    receive anything else."""
     from rubriq.extract.sandbox import layers
 
     try:
@@ -448,33 +485,14 @@ def _template(ctx: _Context, sock: socket.socket) -> None:  # pragma: no cover -
         layers.become_subreaper()  # orphans of a job (I once S is gone) are reaped here
         signal.signal(signal.SIGCHLD, _reap_children)
         ctx.template_pid = os.getpid()
+        for _ in range(SPARES):
+            _offer_spare(ctx, sock)
         while True:
-            msg, fds, _, _ = socket.recv_fds(sock, 16, 3)
-            if not msg:
+            request = sock.recv(16)
+            if not request:
                 os._exit(0)  # the zygote is gone
-            if len(fds) != 3:
-                for fd in fds:
-                    os.close(fd)
-                sock.sendmsg([b"bad"])
-                continue
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    _supervisor(ctx, *fds)
-                finally:
-                    os._exit(EXIT_SETUP)
-            try:
-                pidfd = os.pidfd_open(pid)  # before any reaping: it names this very process
-            except OSError:
-                os.kill(pid, signal.SIGKILL)
-                pidfd = -1
-            for fd in fds:
-                os.close(fd)
-            if pidfd < 0:
-                sock.sendmsg([b"bad"])
-                continue
-            socket.send_fds(sock, [b"ok" + struct.pack(">i", pid)], [pidfd])
-            os.close(pidfd)
+            for _ in request:
+                _offer_spare(ctx, sock)
     except BaseException:
         os._exit(EXIT_SETUP)
 
@@ -484,7 +502,7 @@ class TemplateGone(RuntimeError):
 
 
 class _TemplateClient:
-    """Z's side of the socket to T (one request at a time)."""
+    """Z's side of the socket to T: takes ready supervisors, asks for replacements."""
 
     def __init__(self, ctx: _Context) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -498,24 +516,39 @@ class _TemplateClient:
         ctx.template_pid = pid
         self._lock = threading.Lock()
 
-    def spawn(self, fds: list[int]) -> tuple[int, int]:
-        """(pid, pidfd) of a new supervisor S that holds ``fds``; raises TemplateGone."""
+    def spawn(self) -> tuple[int, list[int]]:
+        """(pid of a ready supervisor S, [its pidfd, control_w, status_r, result_r]); T makes the
+        next one meanwhile.  Raises TemplateGone."""
         with self._lock:
             try:
                 self.sock.settimeout(TEMPLATE_REPLY_S)
-                socket.send_fds(self.sock, [b"s"], fds)
-                msg, got, _, _ = socket.recv_fds(self.sock, 16, 1)
+                msg, got, _, _ = socket.recv_fds(self.sock, 16, 4)
+                self.sock.send(b"s")
             except OSError as exc:
                 raise TemplateGone(f"the template process does not answer ({exc})") from None
-        if len(msg) != 6 or not msg.startswith(b"ok") or len(got) != 1:
+        if len(msg) != 6 or not msg.startswith(b"ok") or len(got) != 4:
             for fd in got:
                 os.close(fd)
             raise TemplateGone(f"the template process could not fork a job ({msg[:20]!r})")
-        return struct.unpack(">i", msg[2:])[0], got[0]
+        return struct.unpack(">i", msg[2:])[0], got
 
 
 # -- zygote Z ------------------------------------------------------------------------------
+PIDFD_SIGNAL_PROCESS_GROUP = 1 << 2
+"""pidfd_send_signal(2) flag (Linux >= 6.9): signal the target's whole process group."""
+
+
 def _kill(pidfd: int) -> None:
+    """SIGKILL S's process group (S, I, K) at once through S's pidfd (race-free: the pidfd names
+    this S, never a recycled pid); on kernels before 6.9, S alone (I follows by PDEATHSIG, K with
+    I's namespace: the same end, one scheduling round later)."""
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL, None, PIDFD_SIGNAL_PROCESS_GROUP)
+        return
+    except ProcessLookupError:
+        return
+    except OSError:  # EINVAL: the flag is unknown to this kernel
+        pass
     try:
         signal.pidfd_send_signal(pidfd, signal.SIGKILL)
     except ProcessLookupError:
@@ -523,24 +556,12 @@ def _kill(pidfd: int) -> None:
 
 
 class _Job:
-    """One job's descriptors in Z; every read is bounded by the job's deadline."""
+    """One job's descriptors in Z (from a ready supervisor); every read is bounded by the job's
+    deadline."""
 
-    def __init__(self) -> None:
-        self.control_r, self.control_w = os.pipe()
-        self.status_r, self.status_w = os.pipe()
-        self.result_r, self.result_w = os.pipe()
-        self.pidfd = -1
+    def __init__(self, template: _TemplateClient) -> None:
+        self.pid, (self.pidfd, self.control_w, self.status_r, self.result_r) = template.spawn()
         self._status_buf = b""
-
-    def child_ends(self) -> list[int]:
-        return [self.control_r, self.status_w, self.result_w]
-
-    def close_child_ends(self) -> None:
-        for name in ("control_r", "status_w", "result_w"):
-            fd = getattr(self, name)
-            if fd >= 0:
-                os.close(fd)
-                setattr(self, name, -1)
 
     def status_line(self, deadline: float) -> dict | None:
         """The next line of the status pipe (None at end of file); TimeoutError at the deadline."""
@@ -580,15 +601,26 @@ class _Job:
                 return b"", "overflow"
             chunks.append(chunk)
 
+    def _wait_eof(self, fds: list[int], seconds: float) -> None:
+        waiting = {fd for fd in fds if fd >= 0}
+        end = time.monotonic() + seconds
+        while waiting and (remaining := end - time.monotonic()) > 0:
+            for fd in select.select(list(waiting), [], [], remaining)[0]:
+                if fd == self.pidfd or not os.read(fd, 1 << 20):
+                    waiting.discard(fd)
+
     def finish(self) -> None:
-        """Kill the job's tree and wait (bounded) until nothing holds its result pipe."""
+        """Kill the job's tree (S, I and K at once) and wait (bounded) until nothing holds the
+        result pipe: K is gone, its memory freed."""
         if self.pidfd >= 0:
             _kill(self.pidfd)
-        end = time.monotonic() + KILL_WAIT_S
-        while (remaining := end - time.monotonic()) > 0 and select.select([self.result_r], [], [], remaining)[0]:
-            if not os.read(self.result_r, 1 << 20):
-                break
-        for name in ("control_r", "control_w", "status_r", "status_w", "result_r", "result_w", "pidfd"):
+        self._wait_eof([self.result_r], KILL_WAIT_S)
+
+    def wait_gone(self) -> None:
+        """After the answer: wait (bounded) until S (its pidfd) and I (the status pipe, which I
+        holds) are gone too, so that the job's lane (its uid) is free when reused; close all."""
+        self._wait_eof([self.status_r, self.pidfd], KILL_WAIT_S)
+        for name in ("control_w", "status_r", "result_r", "pidfd"):
             fd = getattr(self, name)
             if fd >= 0:
                 os.close(fd)
@@ -599,20 +631,18 @@ def _answer(status: str, start: float, missing: dict | None = None, **extra: Any
     return {"status": status, "elapsed_s": time.monotonic() - start, "missing": missing or {}, **extra}
 
 
-def run_job(job: dict, ctx: _Context, template: _TemplateClient, lane: int = 0) -> dict:
-    """Run one validated job in a fresh process tree from the template; the answer (no nonce)."""
+def run_job(job: dict, ctx: _Context, template: _TemplateClient, lane: int = 0, gone: list[_Job] | None = None) -> dict:
+    """Run one validated job in a fresh process tree from the template; the answer (no nonce).
+    The job's tree is killed and its child K gone when this returns; with ``gone``, the job is
+    appended for the caller to :meth:`_Job.wait_gone` after answering (else it is waited for here)."""
 
     start = time.monotonic()
     deadline = start + float(job["timeout_s"])
     cap = int(job["max_output_bytes"])
     uid, gid = ctx.ids(lane)
     strict = bool(job.get("strict", True))
-    j = _Job()
+    j = _Job(template)
     try:
-        try:
-            pid, j.pidfd = template.spawn(j.child_ends())
-        finally:
-            j.close_child_ends()
         try:
             first = j.status_line(deadline + 5.0)  # set-up is the sandbox's time, within reason
         except TimeoutError:
@@ -620,7 +650,7 @@ def run_job(job: dict, ctx: _Context, template: _TemplateClient, lane: int = 0) 
         if first is None or "setup_error" in first or first.get("stage") != "unshared":
             return _answer("sandbox", start, error=str((first or {}).get("setup_error") or "supervisor ended"))
         try:
-            _write_maps(pid, j.pidfd, uid, gid)
+            _write_maps(j.pid, j.pidfd, uid, gid)
         except OSError as exc:
             return _answer("sandbox", start, error=f"uid map: {exc}")
         code = job["code"].encode("utf-8", "surrogatepass")
@@ -650,6 +680,10 @@ def run_job(job: dict, ctx: _Context, template: _TemplateClient, lane: int = 0) 
         data, why = j.read_result(deadline, cap)
     finally:
         j.finish()
+        if gone is None:
+            j.wait_gone()
+        else:
+            gone.append(j)
     if why is not None:
         return _answer(why, start, missing)
     result, malformed = parse_result(data)
@@ -758,21 +792,24 @@ def main() -> None:
             write_frame(wfd, {**answer, "nonce": nonce})
 
     def serve(job: dict, nonce: str, lane: int) -> None:
-        gone = False
+        broken, jobs = False, list[_Job]()
         try:
-            answer = run_job(job, ctx, template, lane)
+            answer = run_job(job, ctx, template, lane, jobs)
         except TemplateGone as exc:
-            answer, gone = {"status": "sandbox", "error": str(exc), "missing": {}}, True
+            answer, broken = {"status": "sandbox", "error": str(exc), "missing": {}}, True
         except BaseException as exc:  # a bug in the zygote: this job's sandbox failure, not the completion's
             answer = {
                 "status": "sandbox",
                 "error": clean_text(f"worker error: {type(exc).__name__}: {exc}"),
                 "missing": {},
             }
+        try:
+            reply(answer, nonce)
+            for j in jobs:
+                j.wait_gone()  # after answering: the lane (its uid) is reused only once S and I are gone
         finally:
             lanes.give(lane)
-        reply(answer, nonce)
-        if gone:
+        if broken:
             os._exit(1)  # the parent sees the end of file and starts a fresh zygote
 
     while True:
