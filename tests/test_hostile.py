@@ -25,8 +25,10 @@ from rubriq.config import BudgetConfig, ExtractionConfig, RubricConfig
 from rubriq.evaluator import RubriQEvaluator
 from rubriq.extract.sandbox import doctor, get_pool
 
-PY_TIMEOUT = 3.0
-MARGIN = 6.0
+TIME_SCALE = float(os.environ.get("RUBRIQ_TEST_TIME_SCALE", "1"))
+"""Scales the time limits below on a machine whose CPUs another job holds (default 1)."""
+PY_TIMEOUT = 3.0 * TIME_SCALE
+MARGIN = 6.0 * TIME_SCALE
 HEADER = "from qiskit import QuantumCircuit\n"
 
 # (id, code, expectation) -- "zero": reward 0 / typed error; "honest": a circuit comes back and
@@ -167,6 +169,37 @@ PYTHON_CASES = [
         "zero",
     ),
     ("sleep", "import time\ntime.sleep(100)", "zero"),
+    # the imports real Qiskit code uses (issue #29): IBM's service and its credentials stay out of reach
+    (
+        "runtime-service",
+        "from qiskit_ibm_runtime import QiskitRuntimeService\n"
+        "service = QiskitRuntimeService(channel='ibm_quantum_platform', token='x' * 44)\n"
+        "service.backends()\nqc = QuantumCircuit(1)",
+        "zero",
+    ),
+    (
+        "runtime-save-account",
+        "import qiskit_ibm_runtime.fake_provider\n"
+        "qiskit_ibm_runtime.QiskitRuntimeService.save_account(token='x' * 44, overwrite=True)\nqc = QuantumCircuit(1)",
+        "zero",
+    ),
+    (
+        "aer-thread-bomb",
+        "from qiskit_aer import AerSimulator\nqc = QuantumCircuit(16)\nqc.h(range(16))\nqc.measure_all()\n"
+        "AerSimulator(max_parallel_threads=4096, max_parallel_experiments=4096).run([qc] * 256, shots=10**7).result()",
+        "zero",
+    ),
+    (
+        "aer-34-qubits",
+        "from qiskit_aer import AerSimulator\nbig = QuantumCircuit(34)\nbig.h(range(34))\nbig.save_statevector()\n"
+        "state = AerSimulator(method='statevector').run(big).result().get_statevector()",
+        "zero",
+    ),
+    (
+        "draw-mpl-to-a-file",
+        "qc = QuantumCircuit(2)\nqc.x(0)\nqc.draw('mpl', filename='{CANARY}')\nqc.draw('text', filename='{CANARY}')",
+        "honest",
+    ),
     ("too-many-gates", "qc = QuantumCircuit(2)\nfor _ in range(300000):\n    qc.h(0)", "zero"),
 ]
 
@@ -484,7 +517,7 @@ def _check_world(world, elapsed: float, limit: float, rss_before: float) -> None
         assert path.exists() and _digest(path) == digest, f"canary {path} was touched"
     assert world["listener"].connections == 0, "the loopback listener received a connection"
     assert _rss_mb() - rss_before < 300, "parent memory grew by more than 300 MB"
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 5 * TIME_SCALE
     stray = _stray_processes(_zygote_pids())
     while stray and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -568,7 +601,7 @@ def test_hostile_qasm(world, case_id, text):
     result = evaluator.evaluate(text)
     elapsed = time.monotonic() - start
     assert result.reward == 0.0 and result.error_type is not None, result.to_dict()
-    _check_world(world, elapsed, 2.0, rss)
+    _check_world(world, elapsed, 2.0 * TIME_SCALE, rss)
 
 
 def test_every_layer_holds_and_is_reported():
@@ -682,6 +715,7 @@ def _hidden_ancestor(path: str) -> str | None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="this run is already unprivileged")
+@pytest.mark.timeout(int(1000 * TIME_SCALE))  # three test files again (~4 min on 2 free cores)
 def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
     """The hostile corpus and the seccomp table again, as `nobody` (setpriv), with every layer
     required: the sandbox must hold without root. An interpreter under a 0700 directory (pyenv in
@@ -722,6 +756,8 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
         "pytest",
         "-p",
         "no:cacheprovider",
+        "-o",
+        f"timeout={int(300 * TIME_SCALE)}",
         "tests/test_hostile.py",
         "tests/test_seccomp.py",
         "tests/test_sandbox_integrity.py",
@@ -738,6 +774,7 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
         "PYTHONDONTWRITEBYTECODE": "1",
         "HF_HUB_OFFLINE": "1",
         "RUBRIQ_SHARED": os.environ.get("RUBRIQ_SHARED", ""),
+        "RUBRIQ_TEST_TIME_SCALE": str(TIME_SCALE),
     }
     try:
         proc = subprocess.run(
@@ -746,7 +783,7 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
             env=env,
             capture_output=True,
             text=True,
-            timeout=900,
+            timeout=900 * TIME_SCALE,
         )
     finally:
         shutil.rmtree(home, ignore_errors=True)

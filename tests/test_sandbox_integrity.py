@@ -31,7 +31,9 @@ from rubriq.extract.sandbox import pool as pool_module
 from rubriq.extract.sandbox.guard import GuardError, check_code
 from tests.test_hostile import _idle_sandbox_processes, _stray_processes, _zygote_pids
 
-PY_TIMEOUT = 3.0
+TIME_SCALE = float(os.environ.get("RUBRIQ_TEST_TIME_SCALE", "1"))
+"""Scales the time limits on a machine whose CPUs another job holds (default 1)."""
+PY_TIMEOUT = 3.0 * TIME_SCALE
 PREFILTER = pytest.mark.parametrize("prefilter", [True, False], ids=["prefilter", "no-prefilter"])
 
 # The frame walk of the issue: a running generator's frame -> its caller (the completion's module
@@ -109,7 +111,7 @@ def _assert_zygotes_survived(before: set[int]) -> None:
 
 
 def _assert_nothing_left_behind() -> None:
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 5 * TIME_SCALE
     while (stray := _stray_processes(_zygote_pids())) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not stray, f"processes left behind: {stray}"
@@ -224,11 +226,11 @@ def test_no_job_finds_any_byte_of_another_jobs_text_circuit_or_nonce_in_its_memo
     }
     honest = f"{QFT3}# {marker}\nqc.rz({angle!r}, 0)\n"
     scanner = (
-        SCAN.replace("WAIT_S", "1.5" if order == "hostile-first" else "0")
+        SCAN.replace("WAIT_S", str(1.5 * TIME_SCALE) if order == "hostile-first" else "0")
         .replace("OWN_MARKER", repr(own))
         .replace("PATTERNS", repr(patterns))
     )
-    evaluator = _evaluator(prefilter, timeout=30.0, cache_size=0)
+    evaluator = _evaluator(prefilter, timeout=30.0 * TIME_SCALE, cache_size=0)
     if order == "honest-first":
         assert evaluator.evaluate(_fenced(honest)).error is None
         result = evaluator.evaluate(_fenced(scanner))
@@ -236,9 +238,9 @@ def test_no_job_finds_any_byte_of_another_jobs_text_circuit_or_nonce_in_its_memo
         box: dict = {}
         thread = threading.Thread(target=lambda: box.setdefault("r", evaluator.evaluate(_fenced(scanner))))
         thread.start()
-        time.sleep(0.3)
+        time.sleep(0.3 * TIME_SCALE)
         assert evaluator.evaluate(_fenced(honest)).error is None
-        thread.join(60)
+        thread.join(60 * TIME_SCALE)
         result = box["r"]
     _assert_refused_or(result, prefilter)
     if not prefilter:
@@ -338,10 +340,10 @@ def test_two_spinners_do_not_starve_an_honest_concurrent_completion(prefilter, h
     ]
     for t in spinners:
         t.start()
-    time.sleep(0.05)
+    time.sleep(0.05 * TIME_SCALE)
     honest = evaluator.evaluate(_fenced(QFT3))
     for t in spinners:
-        t.join(60)
+        t.join(60 * TIME_SCALE)
     if honest.error_type == "budget":
         assert _fenced(QFT3) not in evaluator._cache
         honest = evaluator.evaluate(_fenced(QFT3))
@@ -366,16 +368,16 @@ def test_waiting_for_a_worker_is_a_budget_error_that_is_not_cached(honest_reward
     saved = _swap_pool(small)
     try:
         small.ensure_started()
-        spin = threading.Thread(target=lambda: _evaluator(True, timeout=4.0).evaluate(_fenced(SPINNER)))
+        spin = threading.Thread(target=lambda: _evaluator(True, timeout=4.0 * TIME_SCALE).evaluate(_fenced(SPINNER)))
         spin.start()
-        time.sleep(0.3)
-        evaluator = _evaluator(True, timeout=1.5)
+        time.sleep(0.3 * TIME_SCALE)
+        evaluator = _evaluator(True, timeout=1.5 * TIME_SCALE)
         start = time.monotonic()
         waited = evaluator.evaluate(_fenced(QFT3))
         assert waited.error_type == "budget" and "waiting" in waited.error, waited.to_dict()
-        assert time.monotonic() - start < 1.5 + 3.0
+        assert time.monotonic() - start < (1.5 + 3.0) * TIME_SCALE
         assert _fenced(QFT3) not in evaluator._cache
-        spin.join(30)
+        spin.join(30 * TIME_SCALE)
         again = evaluator.evaluate(_fenced(QFT3))
         assert again.error is None and again.reward == pytest.approx(honest_reward, abs=1e-12)
         assert evaluator.stats["text_cache_hits"] == 0
@@ -560,7 +562,10 @@ def test_a_running_job_dies_with_its_worker():
 
     def sleeper() -> None:
         try:
-            run_python(REACH + "imp('time').sleep(30)\n", ExtractionConfig(python_timeout_s=30, python_prefilter=False))
+            run_python(
+                REACH + f"imp('time').sleep({30 * TIME_SCALE})\n",
+                ExtractionConfig(python_timeout_s=30 * TIME_SCALE, python_prefilter=False),
+            )
         except (PythonExecutionError, SandboxUnavailable) as exc:
             box["error"] = exc
 
@@ -581,7 +586,7 @@ def test_a_running_job_dies_with_its_worker():
 
     thread = threading.Thread(target=sleeper)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 20 * TIME_SCALE
     job: list[int] = []
     while len(job) < 3 and time.monotonic() < deadline:  # S, I and K are up
         time.sleep(0.1)
@@ -589,9 +594,9 @@ def test_a_running_job_dies_with_its_worker():
     assert len(job) >= 3, job
     for z in _zygote_pids():
         os.kill(z, 9)
-    thread.join(30)
+    thread.join(30 * TIME_SCALE)
     assert isinstance(box.get("error"), SandboxUnavailable), box
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 5 * TIME_SCALE
     while (
         alive := [p for p in job if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     ) and (time.monotonic() < deadline):

@@ -197,10 +197,19 @@ class RubriQEvaluator:
         except Exception as exc:  # pragma: no cover - extract() catches its strategies' errors
             return _failed(EvaluationResult(target=self.target.spec()), "internal", f"{type(exc).__name__}: {exc}")
         if extraction.circuit is None:
-            kind = "sandbox" if extraction.sandbox_error else "budget" if extraction.budget_error else "parse"
+            kind = (
+                "sandbox"
+                if extraction.sandbox_error
+                else "budget"
+                if extraction.budget_error
+                else "unsupported"
+                if extraction.unsupported_error
+                else "parse"
+            )
             return _failed(EvaluationResult(target=self.target.spec()), kind, extraction.error)
         result = self.evaluate_circuit(extraction.circuit, extraction.strategy or "circuit", deadline)
         result.sandbox = extraction.sandbox
+        result.strategy_detail = extraction.detail
         return result
 
 

@@ -40,6 +40,10 @@ class EvaluationResult:
     reward: float = 0.0
     parsed: bool = False
     strategy: str | None = None
+    strategy_detail: str | None = None
+    """How the strategy found the circuit, where it had a choice (Python: which rule of
+    docs/extraction.md and how, e.g. ``zero_arg_function: returned by calling build_bell() (the
+    only module-level function that needs no arguments)``)."""
     error: str | None = None
     error_type: str | None = None
     scores: dict[str, float] = field(default_factory=lambda: dict(ZERO_SCORES))

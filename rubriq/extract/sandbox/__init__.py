@@ -7,6 +7,8 @@ allow-list of ``seccomp``) and returns the circuit as capped JSON, which is rebu
 allow-listed gates (``rubriq.extract.serialize``).
 
 Failures of the completion raise :class:`PythonExecutionError` (``error_type="parse"``); a
+circuit without a fixed unitary (unbound parameters, classical control flow) raises
+:class:`PythonUnsupported` (``unsupported``, with the reason); a
 completion that ran out of its time, or a job that waited its whole time for a free job slot,
 raises :class:`PythonTimeout` or :class:`SandboxBusy` (``budget``); failures of the sandbox itself
 (a worker cannot start or dies, a layer is missing in strict mode) raise
@@ -28,10 +30,18 @@ from rubriq.extract.serialize import PayloadError, payload_to_circuit
 
 SANDBOX_METADATA = "rubriq_sandbox"
 """Key of ``circuit.metadata`` under which :func:`run_python` records the layers that were missing."""
+FOUND_METADATA = "rubriq_found"
+"""Key of ``circuit.metadata`` under which :func:`run_python` records which rule found the
+circuit and how (harness.py: ``module_circuit: ...``, ``zero_arg_function: ...``, ``last_built: ...``)."""
 
 
 class PythonExecutionError(RuntimeError):
     """The completion's Python did not produce a usable circuit."""
+
+
+class PythonUnsupported(PythonExecutionError):
+    """The code built a circuit that has no fixed unitary (unbound parameters, classical control
+    flow): ``error_type="unsupported"``, with the reason."""
 
 
 class PythonTimeout(PythonExecutionError):
@@ -87,11 +97,16 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
         raise PythonExecutionError("malformed result from the sandbox")
     if "error" in result:
         raise PythonExecutionError(f"the code failed: {str(result['error'])[:300]}")
+    if "unsupported" in result:
+        raise PythonUnsupported(str(result["unsupported"])[:300])
     try:
         circuit = payload_to_circuit(result.get("circuit"), max_qubits=cfg.max_qubits, max_ops=cfg.max_gates)
     except PayloadError as exc:
         raise PythonExecutionError(f"rejected circuit description: {exc}") from None
-    circuit.metadata = {SANDBOX_METADATA: dict(reply.get("missing") or {})}
+    circuit.metadata = {
+        SANDBOX_METADATA: dict(reply.get("missing") or {}),
+        FOUND_METADATA: str(result.get("found", ""))[:300],
+    }
     return circuit
 
 
@@ -139,6 +154,8 @@ def doctor(cfg: ExtractionConfig = ExtractionConfig()) -> dict:
 __all__ = [
     "PythonExecutionError",
     "PythonTimeout",
+    "PythonUnsupported",
+    "FOUND_METADATA",
     "SANDBOX_METADATA",
     "SandboxBusy",
     "SandboxError",

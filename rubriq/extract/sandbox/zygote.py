@@ -72,10 +72,12 @@ PRELOADED = (
     "qiskit.qasm2",
     "qiskit.qasm3",
 )
-OPTIONAL_PRELOADED = ("pyseccomp",)
-"""Without it the seccomp layer is reported missing (strict mode then refuses Python), but the
-worker still starts and says why."""
-PREFERRED_NAMES = ("qc", "circuit", "circ", "quantum_circuit", "qft_circuit", "result")
+OPTIONAL_PRELOADED = ("pyseccomp", "qiskit_aer")
+"""Without pyseccomp the seccomp layer is reported missing (strict mode then refuses Python), but
+the worker still starts and says why; qiskit_aer (6 MB) is pre-imported where installed, so that
+completions that simulate their circuit do not each pay its import.  (qiskit_ibm_runtime, whose
+fake backends some completions transpile against, is not: 90 MB of an HTTP client stack in every
+job; a completion that imports it pays the import from its own time.)"""
 JOB_LIMITS = {
     "timeout_s": (0.001, 600.0),
     "memory_mb": (64, 65536),
@@ -219,16 +221,25 @@ def clean_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
     return text[:limit].encode("utf-8", "replace").decode("utf-8")
 
 
+RESULT_SHAPES: dict[frozenset[str], dict[str, type]] = {
+    frozenset({"circuit"}): {"circuit": dict},
+    frozenset({"circuit", "found"}): {"circuit": dict, "found": str},
+    frozenset({"error"}): {"error": str},
+    frozenset({"unsupported"}): {"unsupported": str},
+}
+"""The result objects a child may send (``harness.run``): each key with the type of its value."""
+
+
 def parse_result(data: bytes) -> tuple[dict | None, str | None]:
     """(result, why malformed) of what the result pipe carried: exactly one line holding one
-    object with either ``circuit`` (an object) or ``error`` (a string, capped at
-    :data:`MAX_ERROR_CHARS`).  ``(None, None)``: nothing was written.  Never raises; the reasons
-    are fixed texts (nothing of the completion's bytes).
+    object of :data:`RESULT_SHAPES` (a circuit, with how it was found; an error; why the circuit
+    cannot be scored); its texts are cut to :data:`MAX_ERROR_CHARS`.  ``(None, None)``: nothing
+    was written.  Never raises; the reasons are fixed texts (nothing of the completion's bytes).
 
     >>> parse_result(b'{"error": "boom"}\\n')
     ({'error': 'boom'}, None)
     >>> parse_result(b'{"setup_error": "isolation incomplete"}\\n')
-    (None, "the result is not one object with 'circuit' or 'error'")
+    (None, 'the result is not one of the result objects')
     """
     if not data:
         return None, None
@@ -238,13 +249,10 @@ def parse_result(data: bytes) -> tuple[dict | None, str | None]:
         obj = loads_bounded(data, MAX_RESULT_DEPTH)
     except ValueError as exc:
         return None, f"the result line is {exc}"
-    if not isinstance(obj, dict) or len(obj) != 1:
-        return None, "the result is not one object with 'circuit' or 'error'"
-    if isinstance(obj.get("circuit"), dict):
-        return obj, None
-    if isinstance(obj.get("error"), str):
-        return {"error": clean_text(obj["error"])}, None
-    return None, "the result is not one object with 'circuit' or 'error'"
+    shape = RESULT_SHAPES.get(frozenset(obj)) if isinstance(obj, dict) else None
+    if shape is None or not all(isinstance(obj[key], kind) for key, kind in shape.items()):
+        return None, "the result is not one of the result objects"
+    return {key: clean_text(value) if isinstance(value, str) else value for key, value in obj.items()}, None
 
 
 # -- the job's processes (forked from the template T; never return) ----------------------------
@@ -365,16 +373,6 @@ def _init(ctx: _Context, control_r: int, status_w: int, result_w: int, lifeline_
     os._exit(code)
 
 
-def _find_circuit(namespace: dict):
-    from qiskit import QuantumCircuit
-
-    for name in PREFERRED_NAMES:
-        if isinstance(namespace.get(name), QuantumCircuit):
-            return namespace[name]
-    found = [v for v in namespace.values() if isinstance(v, QuantumCircuit)]
-    return found[-1] if found else None
-
-
 def _read_job(control_r: int) -> dict:  # pragma: no cover - forked
     """K's own job from the control pipe: a JSON header, then the code as UTF-8 bytes."""
     header = read_frame(control_r, time.monotonic() + 60.0, 1 << 16)
@@ -386,8 +384,7 @@ def _read_job(control_r: int) -> dict:  # pragma: no cover - forked
 
 
 def _child(ctx: _Context, control_r: int, status_w: int, result_w: int) -> None:  # pragma: no cover - pid 2
-    from rubriq.extract.sandbox import layers, seccomp
-    from rubriq.extract.serialize import circuit_to_payload
+    from rubriq.extract.sandbox import harness, layers, seccomp
 
     try:
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -413,20 +410,14 @@ def _child(ctx: _Context, control_r: int, status_w: int, result_w: int) -> None:
     os.close(status_w)  # from here on only the completion's own result pipe is left
     if missing and job.get("strict", True):
         os._exit(EXIT_SETUP)
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     code, max_ops = job.pop("code"), int(job["max_ops"])
     out = os.fdopen(result_w, "w")
     try:
-        exec(compile(code, "<completion>", "exec"), namespace)
-        circuit = _find_circuit(namespace)
-        result: dict[str, Any]
-        if circuit is None:
-            result = {"error": "the code ran but defined no QuantumCircuit"}
-        else:
-            result = {"circuit": circuit_to_payload(circuit, max_ops=max_ops)}
-    except BaseException as exc:  # the completion's own failure is a result
-        result = {"error": f"{type(exc).__name__}: {str(exc)[:MAX_ERROR_CHARS]}"}
-    out.write(json.dumps(result) + "\n")
+        result = harness.run(code, max_ops)  # run it, find the circuit (rules in harness.py)
+        line = json.dumps(result)
+    except BaseException as exc:  # the completion's own failure is a result (e.g. a circuit json cannot encode)
+        line = json.dumps({"error": f"{type(exc).__name__}: {str(exc)[:MAX_ERROR_CHARS]}"})
+    out.write(line + "\n")
     out.flush()
     os._exit(0)
 
@@ -773,7 +764,7 @@ def main() -> None:
     # Warm the code paths a job uses, so children inherit them instead of redoing them.
     from qiskit import QuantumCircuit
 
-    from rubriq.extract.sandbox import layers  # noqa: F401  (imported before the template forks)
+    from rubriq.extract.sandbox import harness, layers  # noqa: F401  (imported before the template forks)
     from rubriq.extract.serialize import circuit_to_payload
 
     warm = QuantumCircuit(2)
@@ -781,6 +772,7 @@ def main() -> None:
     warm.cp(0.1, 0, 1)
     circuit_to_payload(warm)
     loads_bounded(json.dumps({"circuit": circuit_to_payload(warm)}).encode(), MAX_RESULT_DEPTH)
+    harness.compile_instrumented(PROBE_CODE)
     ctx = _Context(int(os.environ.get("RUBRIQ_SANDBOX_SLOT", "0")))
     template = _TemplateClient(ctx)  # from here on Z holds job data; T never will
     rfd, wfd = sys.stdin.fileno(), sys.stdout.fileno()
