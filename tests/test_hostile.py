@@ -498,7 +498,7 @@ def _sysv_objects() -> tuple[int, ...]:
 def _evaluator(prefilter: bool) -> RubriQEvaluator:
     cfg = RubricConfig(
         extraction=ExtractionConfig(python_timeout_s=PY_TIMEOUT, python_prefilter=prefilter),
-        budget=BudgetConfig(time_s=20.0),
+        budget=BudgetConfig(time_s=20.0 * TIME_SCALE),
     )
     return RubriQEvaluator(target_algorithm="qft", num_qubits=2, config=cfg)
 

@@ -5,6 +5,8 @@ same lines build, by Operator, and scored like it."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from qiskit import QuantumCircuit
 from qiskit.quantum_info import Operator
@@ -13,7 +15,10 @@ from rubriq.config import BudgetConfig, ExtractionConfig, RubricConfig
 from rubriq.evaluator import RubriQEvaluator
 from rubriq.extract.sandbox.harness import choose_function
 
-CONFIG = RubricConfig(extraction=ExtractionConfig(python_timeout_s=60.0), budget=BudgetConfig(time_s=120.0))
+TIME_SCALE = float(os.environ.get("RUBRIQ_TEST_TIME_SCALE", "1"))
+CONFIG = RubricConfig(
+    extraction=ExtractionConfig(python_timeout_s=60.0 * TIME_SCALE), budget=BudgetConfig(time_s=120.0 * TIME_SCALE)
+)
 HEAD = "from qiskit import QuantumCircuit\n"
 BELL = "    qc = QuantumCircuit(2)\n    qc.h(0)\n    qc.cx(0, 1)\n"
 

@@ -72,7 +72,7 @@ QFT3_QASM = (
 def _config(prefilter: bool, timeout: float = PY_TIMEOUT) -> RubricConfig:
     return RubricConfig(
         extraction=ExtractionConfig(python_timeout_s=timeout, python_prefilter=prefilter),
-        budget=BudgetConfig(time_s=max(20.0, 2 * timeout)),
+        budget=BudgetConfig(time_s=max(20.0 * TIME_SCALE, 2 * timeout)),
     )
 
 
@@ -89,8 +89,8 @@ def _fenced(code: str) -> str:
 @pytest.fixture(scope="module")
 def honest_reward() -> float:
     """QFT-3 scored from QASM in this process: no sandbox involved."""
-    result = RubriQEvaluator(target_algorithm="qft", num_qubits=3).evaluate(QFT3_QASM)
-    assert result.error is None and result.reward > 0.5
+    result = RubriQEvaluator(target_algorithm="qft", num_qubits=3, config=_config(True)).evaluate(QFT3_QASM)
+    assert result.error is None and result.reward > 0.5, result.error
     return result.reward
 
 
@@ -487,7 +487,9 @@ def test_any_bytes_on_the_result_pipe_leave_the_worker_alive_and_the_next_reward
     worker that ran it is not replaced, and the next honest completion is exact."""
     if "ev" not in _FUZZ_EVALUATOR:
         _FUZZ_EVALUATOR["ev"] = _evaluator(False, cache_size=0)
-        _FUZZ_EVALUATOR["honest"] = RubriQEvaluator(target_algorithm="qft", num_qubits=3).evaluate(QFT3_QASM).reward
+        _FUZZ_EVALUATOR["honest"] = (
+            RubriQEvaluator(target_algorithm="qft", num_qubits=3, config=_config(True)).evaluate(QFT3_QASM).reward
+        )
     evaluator = _FUZZ_EVALUATOR["ev"]
     before = _alive_zygotes()
     result = evaluator.evaluate(_fenced(_write_attack(_payload_expr(payload))))

@@ -36,7 +36,9 @@ from rubriq.extract.sandbox import zygote as proto
 log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 120.0
-REPLY_MARGIN_S = 10.0
+REPLY_MARGIN_S = 30.0
+"""How long after a job's deadline its answer may come before the zygote is taken for broken
+(the zygote itself allows 5 s for set-up and 5 s for the job's tree to die)."""
 RETRY_AFTER_S = 30.0
 FRAME_OVERHEAD = 64 * 1024
 MIN_JOB_S = 0.05
@@ -244,6 +246,7 @@ class SandboxPool:
         self._starting: set[int] = set()
         self.layers: dict | None = None
         self._broken: tuple[float, str] | None = None
+        self._closed = False
 
     # -- job slots (first come, first served) ---------------------------------------------------
     def _take_slot(self, deadline: float, timeout: float) -> None:
@@ -282,10 +285,15 @@ class SandboxPool:
             raise
         with self._cond:
             self._starting.discard(slot)
-            self._zygotes.append(z)
-            self.layers = z.layers
-            self._broken = None
+            closed = self._closed
+            if not closed:
+                self._zygotes.append(z)
+                self.layers = z.layers
+                self._broken = None
             self._cond.notify_all()
+        if closed:  # closed while this one started
+            z.retire("the sandbox pool was closed")
+            raise SandboxUnavailable("the sandbox pool was closed")
         return z
 
     def _free_slot_number(self) -> int | None:
@@ -359,7 +367,9 @@ class SandboxPool:
             return {z.proc.pid: z.template_pid for z in self._zygotes if z.alive()}
 
     def close(self) -> None:
+        """Kill every zygote (jobs still running get SandboxUnavailable); the pool is done."""
         with self._cond:
+            self._closed = True
             zygotes, self._zygotes = self._zygotes, []
         for z in zygotes:
             z.retire("the sandbox pool was closed")

@@ -375,10 +375,11 @@ def _init(ctx: _Context, control_r: int, status_w: int, result_w: int, lifeline_
 
 def _read_job(control_r: int) -> dict:  # pragma: no cover - forked
     """K's own job from the control pipe: a JSON header, then the code as UTF-8 bytes."""
-    header = read_frame(control_r, time.monotonic() + 60.0, 1 << 16)
+    deadline = time.monotonic() + JOB_LIMITS["timeout_s"][1]  # Z kills the job at its own deadline anyway
+    header = read_frame(control_r, deadline, 1 << 16)
     if header is None:
         raise OSError("the zygote sent no job")
-    code = _read_exact(control_r, int(header.pop("code_bytes")), time.monotonic() + 60.0) or b""
+    code = _read_exact(control_r, int(header.pop("code_bytes")), deadline) or b""
     header["code"] = code.decode("utf-8", "surrogatepass")
     return header
 
