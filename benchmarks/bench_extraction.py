@@ -190,14 +190,16 @@ def qiskit_human_eval(path: Path, timeout_s: float) -> str:
         for mode, suffix in (("as written", ""), ("with call", f"\nqc = {task['entry_point']}()\n")):
             text = "```python\n" + task["prompt"] + task["canonical_solution"] + suffix + "```"
             found = extract(text, config)
+            detail = getattr(found, "detail", None)  # (getattr: the script also measures older RubriQ)
+            unsupported = getattr(found, "unsupported_error", None)
             if found.circuit is not None:
                 verdict = same_operator(found.circuit, reference)
-                cell = f"extracted, Operator {verdict}" + (f" ({found.detail.split(':')[0]})" if found.detail else "")
+                cell = f"extracted, Operator {verdict}" + (f" ({detail.split(':')[0]})" if detail else "")
                 summary[kind][f"{mode}: extracted"] += 1
                 summary[kind][f"{mode}: {verdict}"] += 1
             else:
-                reason = found.unsupported_error or found.error or ""
-                label = "unsupported" if found.unsupported_error else "not extracted"
+                reason = unsupported or found.error or ""
+                label = "unsupported" if unsupported else "not extracted"
                 cell = f"{label}: {reason[:110]}".replace("|", "/")
                 summary[kind][f"{mode}: {label}"] += 1
             cells.append(cell)
@@ -229,6 +231,7 @@ def main() -> None:
         help=f"also extract the Qiskit HumanEval tasks (default file {QHE_FILE.relative_to(REPO)})",
     )
     parser.add_argument("--python-timeout", type=float, default=60.0, help="per-task sandbox time (s)")
+    parser.add_argument("--qhe-out", type=Path, default=QHE_OUT, help="where the Qiskit HumanEval tables go")
     args = parser.parse_args()
     logging.disable(logging.WARNING)
     if args.qiskit_human_eval is not None:
@@ -238,8 +241,8 @@ def main() -> None:
             )
         tables = qiskit_human_eval(args.qiskit_human_eval, args.python_timeout)
         print(tables)
-        QHE_OUT.parent.mkdir(parents=True, exist_ok=True)
-        QHE_OUT.write_text(tables)
+        args.qhe_out.parent.mkdir(parents=True, exist_ok=True)
+        args.qhe_out.write_text(tables)
     files = sorted(args.corpus.glob("*.jsonl")) + sorted((args.corpus / "local").glob("*.jsonl"))
     if not files:
         raise SystemExit(f"no *.jsonl under {args.corpus}")

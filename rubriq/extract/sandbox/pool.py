@@ -41,6 +41,9 @@ REPLY_MARGIN_S = 30.0
 (the zygote itself allows 5 s for set-up and 5 s for the job's tree to die)."""
 RETRY_AFTER_S = 30.0
 FRAME_OVERHEAD = 64 * 1024
+JOBS_PER_ZYGOTE = proto.MAX_LANES // 2
+"""Jobs sent to one zygote at once: half its lanes, since a lane stays taken for a moment after
+its answer (until the job's supervisor and init are gone)."""
 MIN_JOB_S = 0.05
 """A job left with less time than this after waiting for a slot is not started (``SandboxBusy``)."""
 
@@ -237,7 +240,7 @@ class SandboxPool:
         max_jobs: int | None = None,
     ) -> None:
         self.size = max(1, size)
-        self.max_jobs = max(1, min(max_jobs or default_max_jobs(self.size), self.size * proto.MAX_LANES))
+        self.max_jobs = max(1, min(max_jobs or default_max_jobs(self.size), self.size * JOBS_PER_ZYGOTE))
         self.command, self.startup_timeout = command, startup_timeout
         self._cond = threading.Condition()
         self._running = 0
@@ -308,8 +311,11 @@ class SandboxPool:
             with self._cond:
                 for dead in [z for z in self._zygotes if not z.alive()]:
                     self._zygotes.remove(dead)
-                live = sorted(self._zygotes, key=lambda z: z.jobs)
+                live = sorted((z for z in self._zygotes if z.jobs < JOBS_PER_ZYGOTE), key=lambda z: z.jobs)
                 slot = self._free_slot_number()
+                if not live and self._zygotes and slot is None:  # every zygote full: one finishes soon
+                    self._cond.wait(1.0)
+                    continue
                 if live:
                     if live[0].jobs > 0 and slot is not None:
                         self._starting.add(slot)
@@ -335,6 +341,7 @@ class SandboxPool:
             z.jobs -= 1
             if not z.alive() and z in self._zygotes:
                 self._zygotes.remove(z)
+            self._cond.notify_all()
 
     def run(self, job: dict) -> dict:
         """The answer of a zygote to ``job``.  The time spent waiting for a job slot is taken
