@@ -11,6 +11,7 @@ hit counting, which is what the evaluators need; ``OrderedDict`` gives the LRU o
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
@@ -21,7 +22,7 @@ V = TypeVar("V")
 
 class LRUCache(Generic[K, V]):
     """At most ``maxsize`` entries (0: none are kept); reading or writing an entry makes it the
-    most recent."""
+    most recent.  Safe to share between threads (an evaluator scoring completions concurrently)."""
 
     def __init__(self, maxsize: int, on_evict: Callable[[V], None] | None = None) -> None:
         if maxsize < 0:
@@ -30,26 +31,32 @@ class LRUCache(Generic[K, V]):
         self.on_evict = on_evict
         """Called with each value pushed out (an evaluator's worker processes are closed)."""
         self._data: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.RLock()
 
     def get(self, key: K, default: V | None = None) -> V | None:
         """The value of ``key`` (now the most recent), or ``default``."""
-        if key not in self._data:
-            return default
-        self._data.move_to_end(key)
-        return self._data[key]
+        with self._lock:
+            if key not in self._data:
+                return default
+            self._data.move_to_end(key)
+            return self._data[key]
 
     def __getitem__(self, key: K) -> V:
-        value = self._data[key]
-        self._data.move_to_end(key)
-        return value
+        with self._lock:
+            value = self._data[key]
+            self._data.move_to_end(key)
+            return value
 
     def __setitem__(self, key: K, value: V) -> None:
-        self._data[key] = value
-        self._data.move_to_end(key)
-        while len(self._data) > self.maxsize:
-            _, evicted = self._data.popitem(last=False)
-            if self.on_evict is not None:
-                self.on_evict(evicted)
+        evicted = []
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                evicted.append(self._data.popitem(last=False)[1])
+        if self.on_evict is not None:
+            for item in evicted:
+                self.on_evict(item)
 
     def __contains__(self, key: object) -> bool:
         return key in self._data
@@ -63,4 +70,5 @@ class LRUCache(Generic[K, V]):
 
     def clear(self) -> None:
         """Forget every entry (no eviction callback)."""
-        self._data.clear()
+        with self._lock:
+            self._data.clear()

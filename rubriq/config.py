@@ -196,6 +196,11 @@ class ExtractionConfig:
     """Wall-clock limit of one Python execution (Qiskit is pre-imported by the sandbox worker)."""
     sandbox_workers: int = 2
     """Pre-started sandbox workers (zygotes) per evaluating process."""
+    sandbox_max_jobs: int = 0
+    """Python completions run at once by the sandbox of one evaluating process (each in its own
+    process tree); 0: 4 per worker, at most physical memory / ``python_memory_mb``.  A job that
+    waits for a free slot spends its own ``python_timeout_s`` doing so (``error_type="budget"``
+    if it never starts)."""
     sandbox_strict: bool = True
     """Refuse to run Python (``error_type="sandbox"``) when any isolation layer of SECURITY.md is
     missing on this machine; false: run it anyway and report the missing layers on every result

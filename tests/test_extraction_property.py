@@ -189,3 +189,90 @@ def test_quirk_rules_on_real_looking_outputs():
     reference = QuantumCircuit(3)
     reference.ccz(0, 1, 2)
     assert Operator(load_qasm(own)).equiv(Operator(reference))
+
+
+# -- Qiskit Python as models and people write it (issue #29) ------------------------------------
+PY_ANGLES = ["np.pi / 4", "-np.pi / 2", "0.3", "3 * np.pi / 8", "1.5707963", "np.pi"]
+
+
+@st.composite
+def python_circuits(draw):
+    """(qubits, the lines that build ``qc`` gate by gate), e.g. ``qc.crz(np.pi / 4, 1, 0)``."""
+    n = draw(st.integers(1, 3))
+    usable = [g for g in GATES if g[1] <= n]
+    lines = []
+    for _ in range(draw(st.integers(1, 8))):
+        name, k, p = draw(st.sampled_from(usable))
+        qubits = draw(st.permutations(range(n)))[:k]
+        args = ([draw(st.sampled_from(PY_ANGLES))] if p else []) + [str(q) for q in qubits]
+        lines.append(f"qc.{name}({', '.join(args)})")
+    return n, lines
+
+
+HEAD = "from qiskit import QuantumCircuit, transpile\nimport numpy as np\n"
+
+
+def _body(lines: list[str], indent: str = "    ") -> str:
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
+def python_styles(n: int, lines: list[str]) -> dict[str, str]:
+    """The module-level twin and the same circuit in the styles of issue #29, each a fenced answer."""
+    build = f"    qc = QuantumCircuit({n})\n" + _body(lines)
+    styles = {
+        "module": HEAD + f"qc = QuantumCircuit({n})\n" + _body(lines, ""),
+        # rule zero_arg_function: defined, never called
+        "function": HEAD + "def build_circuit():\n" + build + "    return qc\n",
+        # rule last_built: needs an argument, only printed
+        "printed": HEAD
+        + "def make(num_qubits):\n"
+        + build.replace(f"({n})", "(num_qubits)", 1)
+        + "    return qc\n"
+        + f"print(make({n}))\n",
+        # rule last_built: simulated with Aer (transpiled for the simulator) before printing counts
+        "simulated": HEAD
+        + "from qiskit_aer import AerSimulator\n"
+        + "def run(shots):\n"
+        + build
+        + "    qc.measure_all()\n    sim = AerSimulator()\n"
+        + "    counts = sim.run(transpile(qc, sim), shots=shots).result().get_counts()\n    print(counts)\n"
+        + "run(64)\n",
+        # zero_arg_function already called (returned None) -> last_built; mpl and text drawings
+        "drawn": HEAD
+        + "def show():\n"
+        + build
+        + "    fig = qc.draw('mpl')\n    fig.savefig('circuit.png')\n"
+        + "    print(qc.draw(output='text'))\nshow()\n",
+    }
+    return {name: f"Here is the circuit:\n```python\n{code}```\n" for name, code in styles.items()}
+
+
+_STYLE_EVALUATOR: dict = {}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(python_circuits())
+def test_every_python_answer_style_scores_what_its_module_level_twin_scores(circuit):
+    """A circuit returned by a function never called, one only printed, one simulated with Aer
+    before its counts are printed, one drawn with matplotlib's output and as text: each is found
+    (the rule that found it is named in ``strategy_detail``), is Operator-equal to the circuit
+    the same lines build at module level, and gets exactly the twin's reward and scores."""
+    from rubriq.config import BudgetConfig, RubricConfig
+    from rubriq.evaluator import RubriQEvaluator
+
+    n, lines = circuit
+    if n not in _STYLE_EVALUATOR:
+        cfg = RubricConfig(extraction=ExtractionConfig(python_timeout_s=60.0), budget=BudgetConfig(time_s=120.0))
+        _STYLE_EVALUATOR[n] = RubriQEvaluator(target_algorithm="qft", num_qubits=n, config=cfg, cache_size=0)
+    evaluator = _STYLE_EVALUATOR[n]
+    texts = python_styles(n, lines)
+    twin = evaluator.evaluate(texts["module"])
+    assert twin.error is None, twin.error
+    assert twin.strategy_detail == "module_circuit: the module-level variable 'qc'"
+    rules = {"function": "zero_arg_function", "printed": "last_built", "simulated": "last_built", "drawn": "last_built"}
+    for style, rule in rules.items():
+        result = evaluator.evaluate(texts[style])
+        assert result.error is None, (style, result.error)
+        assert result.strategy_detail.startswith(rule + ":"), (style, result.strategy_detail)
+        assert Operator(result.circuit).equiv(Operator(twin.circuit)), style
+        assert result.reward == twin.reward and result.scores == twin.scores, style

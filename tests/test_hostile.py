@@ -25,7 +25,9 @@ from rubriq.config import BudgetConfig, ExtractionConfig, RubricConfig
 from rubriq.evaluator import RubriQEvaluator
 from rubriq.extract.sandbox import doctor, get_pool
 
-PY_TIMEOUT = 3.0
+TIME_SCALE = float(os.environ.get("RUBRIQ_TEST_TIME_SCALE", "1"))
+"""Scales the time limits below on a machine whose CPUs another job holds (default 1)."""
+PY_TIMEOUT = 3.0 * TIME_SCALE
 HEADER = "from qiskit import QuantumCircuit\n"
 
 # (id, code, expectation) -- "zero": reward 0 / typed error; "honest": a circuit comes back and
@@ -166,6 +168,37 @@ PYTHON_CASES = [
         "zero",
     ),
     ("sleep", "import time\ntime.sleep(3600)", "zero"),
+    # the imports real Qiskit code uses (issue #29): IBM's service and its credentials stay out of reach
+    (
+        "runtime-service",
+        "from qiskit_ibm_runtime import QiskitRuntimeService\n"
+        "service = QiskitRuntimeService(channel='ibm_quantum_platform', token='x' * 44)\n"
+        "service.backends()\nqc = QuantumCircuit(1)",
+        "zero",
+    ),
+    (
+        "runtime-save-account",
+        "import qiskit_ibm_runtime.fake_provider\n"
+        "qiskit_ibm_runtime.QiskitRuntimeService.save_account(token='x' * 44, overwrite=True)\nqc = QuantumCircuit(1)",
+        "zero",
+    ),
+    (
+        "aer-thread-bomb",
+        "from qiskit_aer import AerSimulator\nqc = QuantumCircuit(16)\nqc.h(range(16))\nqc.measure_all()\n"
+        "AerSimulator(max_parallel_threads=4096, max_parallel_experiments=4096).run([qc] * 256, shots=10**7).result()",
+        "zero",
+    ),
+    (
+        "aer-34-qubits",
+        "from qiskit_aer import AerSimulator\nbig = QuantumCircuit(34)\nbig.h(range(34))\nbig.save_statevector()\n"
+        "state = AerSimulator(method='statevector').run(big).result().get_statevector()",
+        "zero",
+    ),
+    (
+        "draw-mpl-to-a-file",
+        "qc = QuantumCircuit(2)\nqc.x(0)\nqc.draw('mpl', filename='{CANARY}')\nqc.draw('text', filename='{CANARY}')",
+        "honest",
+    ),
     ("too-many-gates", "qc = QuantumCircuit(2)\nfor _ in range(300000):\n    qc.h(0)", "zero"),
 ]
 
@@ -359,19 +392,54 @@ def _zygote_pids() -> set[int]:
     }
 
 
+def _idle_sandbox_processes() -> set[int]:
+    """The pool's templates and their spare supervisors (forked ahead of time, no job yet)."""
+    from rubriq.extract.sandbox.zygote import SPARE_NAME
+
+    idle = set()
+    for template in get_pool().zygote_pids().values():
+        if not template:
+            continue
+        idle.add(template)
+        try:
+            for c in psutil.Process(template).children():
+                if c.name() == SPARE_NAME.decode():
+                    idle.add(c.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return idle
+
+
 def _stray_processes(zygotes: set[int]) -> list[str]:
-    """Descendants of the zygotes, and anything running as a sandbox uid."""
+    """Descendants of the zygotes (their pristine templates aside), and anything running as a
+    sandbox uid."""
+    from rubriq.extract.sandbox.layers import SANDBOX_UID_BASE, SANDBOX_UID_SPAN
+
+    idle = _idle_sandbox_processes()
     stray = []
     for pid in zygotes:
         try:
-            stray += [f"{c.pid}:{c.name()}" for c in psutil.Process(pid).children(recursive=True)]
+            stray += [f"{c.pid}:{c.name()}" for c in psutil.Process(pid).children(recursive=True) if c.pid not in idle]
         except psutil.NoSuchProcess:
             pass
     for p in psutil.process_iter(["uids", "name"]):
         uids = p.info["uids"]
-        if uids and 61000 <= uids.real < 61100:
+        if uids and SANDBOX_UID_BASE <= uids.real < SANDBOX_UID_BASE + SANDBOX_UID_SPAN and not _in_a_zygote_tree(p):
             stray.append(f"{p.pid}:{p.info['name']}")
     return stray
+
+
+def _in_a_zygote_tree(process) -> bool:
+    """Whether a process runs under a live sandbox zygote (ours are checked above; another test
+    session's jobs on this machine run under theirs and are not ours to count). A sandbox-uid
+    process outside every zygote's tree escaped."""
+    try:
+        for parent in process.parents():
+            if "rubriq.extract.sandbox.zygote" in " ".join(parent.cmdline()):
+                return True
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+    return False
 
 
 @pytest.fixture(scope="module")
@@ -429,7 +497,7 @@ def _sysv_objects() -> tuple[int, ...]:
 def _evaluator(prefilter: bool) -> RubriQEvaluator:
     cfg = RubricConfig(
         extraction=ExtractionConfig(python_timeout_s=PY_TIMEOUT, python_prefilter=prefilter),
-        budget=BudgetConfig(time_s=20.0),
+        budget=BudgetConfig(time_s=20.0 * TIME_SCALE),
     )
     return RubriQEvaluator(target_algorithm="qft", num_qubits=2, config=cfg)
 
@@ -450,7 +518,7 @@ def _check_world(world, rss_before: float) -> None:
         assert path.exists() and _digest(path) == digest, f"canary {path} was touched"
     assert world["listener"].connections == 0, "the loopback listener received a connection"
     assert _rss_mb() - rss_before < 300, "parent memory grew by more than 300 MB"
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a bound on a wait, not a speed check: exits early when clean
     stray = _stray_processes(_zygote_pids())
     while stray and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -637,6 +705,7 @@ def _hidden_ancestor(path: str) -> str | None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="this run is already unprivileged")
+@pytest.mark.timeout(int(1000 * TIME_SCALE))  # three test files again (~4 min on 2 free cores)
 def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
     """The hostile corpus and the seccomp table again, as `nobody` (setpriv), with every layer
     required: the sandbox must hold without root. An interpreter under a 0700 directory (pyenv in
@@ -677,8 +746,11 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
         "pytest",
         "-p",
         "no:cacheprovider",
+        "-o",
+        f"timeout={int(300 * TIME_SCALE)}",
         "tests/test_hostile.py",
         "tests/test_seccomp.py",
+        "tests/test_sandbox_integrity.py",
         "-k",
         "not unprivileged",
     ]
@@ -692,6 +764,7 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
         "PYTHONDONTWRITEBYTECODE": "1",
         "HF_HUB_OFFLINE": "1",
         "RUBRIQ_SHARED": os.environ.get("RUBRIQ_SHARED", ""),
+        "RUBRIQ_TEST_TIME_SCALE": str(TIME_SCALE),
     }
     try:
         proc = subprocess.run(
@@ -700,7 +773,7 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
             env=env,
             capture_output=True,
             text=True,
-            timeout=900,
+            timeout=900 * TIME_SCALE,
         )
     finally:
         shutil.rmtree(home, ignore_errors=True)

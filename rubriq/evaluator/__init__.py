@@ -23,7 +23,7 @@ from rubriq.cache import LRUCache
 from rubriq.circuit.facts import CircuitFacts
 from rubriq.circuit.gates import UnsupportedCircuitError
 from rubriq.config import ExtractionConfig, RubricConfig
-from rubriq.evaluator.result import EvaluationResult
+from rubriq.evaluator.result import EvaluationResult, is_cacheable
 from rubriq.extract.cascade import extract
 from rubriq.rubric.base import ScoringContext
 from rubriq.rubric.engine import RubricScores, score_facts
@@ -84,7 +84,9 @@ class RubriQEvaluator:
         if hit is not None:
             self.stats["text_cache_hits"] += 1
             return hit
-        result = self._cache[key] = self._evaluate(text)
+        result = self._evaluate(text)
+        if is_cacheable(result):
+            self._cache[key] = result
         return result
 
     def evaluate_circuit(
@@ -158,7 +160,8 @@ class RubriQEvaluator:
                 for text, result in zip(
                     todo, self._pool(workers).map(_worker_evaluate, todo, chunksize=1), strict=True
                 ):
-                    self._cache[text] = result
+                    if is_cacheable(result):
+                        self._cache[text] = result
             except Exception:  # a broken worker pool must not stop training: finish sequentially
                 self.close()
         results = {t: self.evaluate(t) for t in unique}
@@ -194,10 +197,19 @@ class RubriQEvaluator:
         except Exception as exc:  # pragma: no cover - extract() catches its strategies' errors
             return _failed(EvaluationResult(target=self.target.spec()), "internal", f"{type(exc).__name__}: {exc}")
         if extraction.circuit is None:
-            kind = "sandbox" if extraction.sandbox_error else "parse"
+            kind = (
+                "sandbox"
+                if extraction.sandbox_error
+                else "budget"
+                if extraction.budget_error
+                else "unsupported"
+                if extraction.unsupported_error
+                else "parse"
+            )
             return _failed(EvaluationResult(target=self.target.spec()), kind, extraction.error)
         result = self.evaluate_circuit(extraction.circuit, extraction.strategy or "circuit", deadline)
         result.sandbox = extraction.sandbox
+        result.strategy_detail = extraction.detail
         return result
 
 

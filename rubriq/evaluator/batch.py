@@ -34,7 +34,7 @@ from typing import Any
 from rubriq.cache import LRUCache
 from rubriq.config import RubricConfig
 from rubriq.evaluator import RubriQEvaluator
-from rubriq.evaluator.result import EvaluationResult
+from rubriq.evaluator.result import EvaluationResult, is_cacheable
 from rubriq.targets import target_from_spec
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,9 @@ class BatchScorer:
         batch = {k: self._results[k] for k in dict.fromkeys(keys) if k in self._results}
         todo = [k for k in dict.fromkeys(keys) if k not in batch]
         for key, result in zip(todo, self._score(todo) if todo else [], strict=True):
-            self._results[key] = batch[key] = result  # the batch holds its own results, whatever the cache keeps
+            batch[key] = result  # the batch holds its own results, whatever the cache keeps
+            if is_cacheable(result):  # a busy or broken sandbox is not remembered for the text
+                self._results[key] = result
             self.stats["evaluated"] += 1
         out = [batch[k] for k in keys]
         self.stats["seconds"] += time.perf_counter() - start

@@ -17,6 +17,9 @@ CORRECT_THRESHOLD: float = FidelityConfig.correct_threshold
 ``fidelity.correct_threshold`` overrides it."""
 
 ZERO_SCORES = dict.fromkeys(DIMENSION_NAMES, 0.0)
+TRANSIENT_ERRORS = frozenset({"budget", "sandbox"})
+"""Error types that describe the machine at that moment (a busy or broken sandbox, a time budget
+spent under load) more than the completion: never cached, so the same text is scored again."""
 
 
 @dataclass
@@ -26,15 +29,21 @@ class EvaluationResult:
     ``error_type`` is None on success, else one of:
     ``parse`` (no strategy produced a circuit), ``unsupported`` (control flow, opaque gates,
     caps), ``simulation`` (fidelity above the exact caps), ``budget`` (time or memory budget
-    of the evaluation exhausted), ``sandbox`` (the Python sandbox itself failed: a worker could
-    not start or died, or an isolation layer is missing in strict mode; not the model's
-    fault), ``internal`` (a bug: please report).
+    of the evaluation exhausted, a Python completion that ran until its deadline, or one that
+    waited its whole time for a free sandbox slot), ``sandbox`` (the Python sandbox itself
+    failed: a worker could not start or died, or an isolation layer is missing in strict mode;
+    not the model's fault), ``internal`` (a bug: please report).  ``budget`` and ``sandbox``
+    results are never cached (:data:`TRANSIENT_ERRORS`).
     Any error gives reward 0 and all-zero scores.
     """
 
     reward: float = 0.0
     parsed: bool = False
     strategy: str | None = None
+    strategy_detail: str | None = None
+    """How the strategy found the circuit, where it had a choice (Python: which rule of
+    docs/extraction.md and how, e.g. ``zero_arg_function: returned by calling build_bell() (the
+    only module-level function that needs no arguments)``)."""
     error: str | None = None
     error_type: str | None = None
     scores: dict[str, float] = field(default_factory=lambda: dict(ZERO_SCORES))
@@ -96,3 +105,12 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         return value.item()
     return value
+
+
+def is_cacheable(result: EvaluationResult) -> bool:
+    """Whether ``result`` is a deterministic outcome of its text (anything but a transient error).
+
+    >>> is_cacheable(EvaluationResult(error_type="parse")), is_cacheable(EvaluationResult(error_type="budget"))
+    (True, False)
+    """
+    return result.error_type not in TRANSIENT_ERRORS

@@ -32,7 +32,15 @@ from qiskit import QuantumCircuit
 from rubriq.budget import NO_DEADLINE, Deadline
 from rubriq.config import ExtractionConfig
 from rubriq.extract.qasm import QASMLimits, load_qasm
-from rubriq.extract.sandbox import SANDBOX_METADATA, SandboxUnavailable, run_python
+from rubriq.extract.sandbox import (
+    FOUND_METADATA,
+    SANDBOX_METADATA,
+    PythonTimeout,
+    PythonUnsupported,
+    SandboxBusy,
+    SandboxUnavailable,
+    run_python,
+)
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _QASM_TAGS = {"qasm", "openqasm", "qasm2", "qasm3", "openqasm2", "openqasm3"}
@@ -55,6 +63,14 @@ class Extraction:
     """(strategy, reason) for each strategy that did not produce the circuit."""
     sandbox_error: str | None = None
     """Set when the sandbox itself failed (not the completion): the evaluator's ``sandbox`` error."""
+    budget_error: str | None = None
+    """Set when Python ran out of its time (running, or waiting for a job slot): the evaluator's
+    ``budget`` error (not cached: it depends on the machine's load)."""
+    unsupported_error: str | None = None
+    """Set when Python built a circuit without a fixed unitary: the evaluator's ``unsupported``."""
+    detail: str | None = None
+    """How the strategy found the circuit (for Python: which rule of harness.py, e.g.
+    ``zero_arg_function: returned by calling build_bell() (...)``)."""
     sandbox: dict | None = None
     """For a circuit built by Python: {"missing": {layer: why}} (empty when every layer held)."""
 
@@ -91,7 +107,7 @@ def fenced_block(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADL
     blocks = _FENCE.findall(text)
     if not blocks:
         raise NotApplicable("no code block")
-    errors = []
+    errors, timed_out, unsupported = [], False, False
     for i, (tag, body) in enumerate(blocks, 1):
         tag = tag.lower()
         try:
@@ -102,11 +118,14 @@ def fenced_block(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADL
                     raise ValueError("Python execution is disabled")
                 return run_python(body, cfg, deadline.remaining())
             errors.append(f"block {i} ({tag or 'untagged'}): neither QASM nor Qiskit Python")
-        except SandboxUnavailable:
+        except (SandboxUnavailable, SandboxBusy):
             raise
         except Exception as exc:
+            timed_out |= isinstance(exc, PythonTimeout)
+            unsupported |= isinstance(exc, PythonUnsupported)
             errors.append(f"block {i} ({tag or 'untagged'}): {exc}")
-    raise ValueError(" | ".join(errors))
+    kind = PythonTimeout if timed_out else PythonUnsupported if unsupported else ValueError
+    raise kind(" | ".join(errors))
 
 
 def python_code(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLINE) -> QuantumCircuit:
@@ -142,6 +161,18 @@ def extract(text: str, cfg: ExtractionConfig = ExtractionConfig(), deadline: Dea
             result.attempts.append((name, str(exc)))
             result.sandbox_error = str(exc)
             continue
+        except SandboxBusy as exc:  # the later strategies would wait for the same busy pool
+            result.attempts.append((name, str(exc)))
+            result.budget_error = str(exc)
+            break
+        except PythonTimeout as exc:
+            result.attempts.append((name, str(exc)))
+            result.budget_error = str(exc)
+            continue
+        except PythonUnsupported as exc:
+            result.attempts.append((name, str(exc)))
+            result.unsupported_error = str(exc)
+            continue
         except Exception as exc:
             result.attempts.append((name, str(exc) or type(exc).__name__))
             continue
@@ -154,6 +185,7 @@ def extract(text: str, cfg: ExtractionConfig = ExtractionConfig(), deadline: Dea
             result.circuit, result.strategy = circuit, name
             if SANDBOX_METADATA in (circuit.metadata or {}):
                 result.sandbox = {"missing": circuit.metadata[SANDBOX_METADATA]}
+                result.detail = circuit.metadata.get(FOUND_METADATA) or None
             return result
         result.attempts.append((name, "circuit has no qubits"))
     return result

@@ -6,9 +6,15 @@ kernel layers of ``layers`` (namespaces, unprivileged uid, no capabilities, the 
 allow-list of ``seccomp``) and returns the circuit as capped JSON, which is rebuilt from
 allow-listed gates (``rubriq.extract.serialize``).
 
-Failures of the completion raise :class:`PythonExecutionError`; failures of the sandbox itself
+Failures of the completion raise :class:`PythonExecutionError` (``error_type="parse"``); a
+circuit without a fixed unitary (unbound parameters, classical control flow) raises
+:class:`PythonUnsupported` (``unsupported``, with the reason); a
+completion that ran out of its time, or a job that waited its whole time for a free job slot,
+raises :class:`PythonTimeout` or :class:`SandboxBusy` (``budget``); failures of the sandbox itself
 (a worker cannot start or dies, a layer is missing in strict mode) raise
-:class:`SandboxUnavailable`, which the evaluator reports as ``error_type="sandbox"``.
+:class:`SandboxUnavailable` (``sandbox``).  Only the sandbox's own code can cause the last: what
+a completion writes is at most its own ``parse`` error, with at most 300 characters of its text.
+Neither ``budget`` nor ``sandbox`` results are cached by the evaluator.
 """
 
 from __future__ import annotations
@@ -19,22 +25,36 @@ from qiskit import QuantumCircuit
 
 from rubriq.config import ExtractionConfig
 from rubriq.extract.sandbox.guard import GuardError, check_code
-from rubriq.extract.sandbox.pool import SandboxError, SandboxPool, SandboxUnavailable, get_pool, shutdown
+from rubriq.extract.sandbox.pool import SandboxBusy, SandboxError, SandboxPool, SandboxUnavailable, get_pool, shutdown
 from rubriq.extract.serialize import PayloadError, payload_to_circuit
 
 SANDBOX_METADATA = "rubriq_sandbox"
 """Key of ``circuit.metadata`` under which :func:`run_python` records the layers that were missing."""
+FOUND_METADATA = "rubriq_found"
+"""Key of ``circuit.metadata`` under which :func:`run_python` records which rule found the
+circuit and how (harness.py: ``module_circuit: ...``, ``zero_arg_function: ...``, ``last_built: ...``)."""
 
 
 class PythonExecutionError(RuntimeError):
     """The completion's Python did not produce a usable circuit."""
 
 
+class PythonUnsupported(PythonExecutionError):
+    """The code built a circuit that has no fixed unitary (unbound parameters, classical control
+    flow): ``error_type="unsupported"``, with the reason."""
+
+
+class PythonTimeout(PythonExecutionError):
+    """The completion ran until its deadline (``error_type="budget"``: it depends on the
+    machine's load as much as on the code, so it is never cached)."""
+
+
 def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s: float | None = None) -> QuantumCircuit:
     """Run ``code`` in the sandbox and return the circuit it built.
 
-    Raises :class:`PythonExecutionError` with the reason (rejected by the pre-filter, timeout,
-    crash, output over the cap, malformed or non-allow-listed circuit) or
+    Raises :class:`PythonExecutionError` with the reason (rejected by the pre-filter, crash,
+    output over the cap, malformed or non-allow-listed circuit), :class:`PythonTimeout` (its
+    time ran out), :class:`SandboxBusy` (no job slot in its time) or
     :class:`SandboxUnavailable` (the sandbox could not run it).  The returned circuit's
     ``metadata[SANDBOX_METADATA]`` maps each missing isolation layer to why (empty when all hold).
     """
@@ -49,7 +69,7 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
         raise PythonExecutionError(f"code larger than {MAX_CODE_BYTES} bytes")
     timeout = cfg.python_timeout_s if timeout_s is None else min(cfg.python_timeout_s, timeout_s)
     if timeout <= 0:
-        raise PythonExecutionError("no time left in the evaluation budget")
+        raise PythonTimeout("no time left in the evaluation budget")
     job = {
         "code": code,
         "timeout_s": timeout,
@@ -58,14 +78,14 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
         "max_ops": cfg.max_gates,
         "strict": cfg.sandbox_strict,
     }
-    reply = get_pool(cfg.sandbox_workers).run(job)
+    reply = get_pool(cfg.sandbox_workers, cfg.sandbox_max_jobs or None).run(job)
     status = reply.get("status")
     if status == "sandbox":
         raise SandboxUnavailable(f"the sandbox could not run the code: {reply.get('error')}")
     if status == "bad_job":
         raise SandboxUnavailable(f"the sandbox refused the job: {reply.get('error')}")
     if status == "timeout":
-        raise PythonExecutionError(f"timed out after {timeout:g} s")
+        raise PythonTimeout(f"timed out after {timeout:g} s")
     if status == "overflow":
         raise PythonExecutionError(f"the code wrote more than {cfg.max_output_bytes} bytes of result")
     if status == "malformed":
@@ -77,11 +97,16 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
         raise PythonExecutionError("malformed result from the sandbox")
     if "error" in result:
         raise PythonExecutionError(f"the code failed: {str(result['error'])[:300]}")
+    if "unsupported" in result:
+        raise PythonUnsupported(str(result["unsupported"])[:300])
     try:
         circuit = payload_to_circuit(result.get("circuit"), max_qubits=cfg.max_qubits, max_ops=cfg.max_gates)
     except PayloadError as exc:
         raise PythonExecutionError(f"rejected circuit description: {exc}") from None
-    circuit.metadata = {SANDBOX_METADATA: dict(reply.get("missing") or {})}
+    circuit.metadata = {
+        SANDBOX_METADATA: dict(reply.get("missing") or {}),
+        FOUND_METADATA: str(result.get("found", ""))[:300],
+    }
     return circuit
 
 
@@ -123,12 +148,16 @@ def environment_problems() -> tuple[str, ...]:
 
 def doctor(cfg: ExtractionConfig = ExtractionConfig()) -> dict:
     """Start a sandbox worker and report which isolation layers hold here."""
-    return get_pool(cfg.sandbox_workers).ensure_started()
+    return get_pool(cfg.sandbox_workers, cfg.sandbox_max_jobs or None).ensure_started()
 
 
 __all__ = [
     "PythonExecutionError",
+    "PythonTimeout",
+    "PythonUnsupported",
+    "FOUND_METADATA",
     "SANDBOX_METADATA",
+    "SandboxBusy",
     "SandboxError",
     "SandboxPool",
     "SandboxUnavailable",

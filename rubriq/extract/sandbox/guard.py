@@ -1,25 +1,49 @@
 """AST pre-filter for Qiskit-Python completions: a fast reject, NOT the security boundary.
 
-Honest circuit code imports qiskit, numpy and math, and never needs dunder attributes or
-reflection.  Anything else is rejected before a process is spent on it.  The real boundary is
-the sandboxed child process (see SECURITY.md): this filter is bypassable by design.
+Honest circuit code imports qiskit (and qiskit_aer to simulate, IBM's fake backends to transpile
+against), numpy and math, and never needs dunder attributes or reflection.  Anything else is
+rejected before a process is spent on it.  The real boundary is the sandboxed child process (see
+SECURITY.md): this filter is bypassable by design.
 
 >>> check_code("from qiskit import QuantumCircuit\\nqc = QuantumCircuit(2)\\nqc.h(0)")
 >>> check_code("import os")
 Traceback (most recent call last):
 ...
-rubriq.extract.sandbox.guard.GuardError: import of 'os' is not allowed (allowed: qiskit, numpy, math, cmath)
+rubriq.extract.sandbox.guard.GuardError: import of 'os' is not allowed (allowed: qiskit, qiskit_aer, qiskit_ibm_runtime.fake_provider, numpy, math, cmath)
+>>> check_code("g = (x for x in [1])\\nf = g.gi_frame.f_back")
+Traceback (most recent call last):
+...
+rubriq.extract.sandbox.guard.GuardError: access to attribute 'f_back' is not allowed (frame or code introspection)
 >>> check_code("from numpy.ctypeslib import ctypes")
 Traceback (most recent call last):
 ...
-rubriq.extract.sandbox.guard.GuardError: import from 'numpy.ctypeslib' is not allowed (allowed: qiskit, numpy, math, cmath)
+rubriq.extract.sandbox.guard.GuardError: import from 'numpy.ctypeslib' is not allowed (allowed: qiskit, qiskit_aer, qiskit_ibm_runtime.fake_provider, numpy, math, cmath)
 """
 
 from __future__ import annotations
 
 import ast
 
-ALLOWED_MODULES = ("qiskit", "numpy", "math", "cmath")
+ALLOWED_MODULES = ("qiskit", "qiskit_aer", "numpy", "math", "cmath")
+ALLOWED_SUBPACKAGES = ("qiskit_ibm_runtime.fake_provider",)
+"""Allowed although their top-level package is not: the fake backends that code transpiles
+against (calibration data on disk; no account, no network).  Imported with ``from ... import``
+or an ``as`` name, so that the rest of qiskit_ibm_runtime (QiskitRuntimeService, Session, Batch,
+its Sampler/Estimator that submit jobs) is never bound."""
+RUNTIME_NAMES = frozenset(
+    {
+        "QiskitRuntimeService",
+        "IBMBackend",
+        "Session",
+        "Batch",
+        "RuntimeJob",
+        "RuntimeJobV2",
+        "save_account",
+        "qiskit_ibm_runtime",
+    }
+)
+"""Names of IBM Quantum's service and job submission, refused as attributes and imported names."""
+ALLOWED_TEXT = ", ".join(ALLOWED_MODULES[:2] + ALLOWED_SUBPACKAGES + ALLOWED_MODULES[2:])
 FORBIDDEN_NAMES = frozenset(
     {
         "eval",
@@ -117,6 +141,62 @@ DANGEROUS_NAMES = frozenset(
         "logging",
     }
 )
+# Frame, traceback, generator/coroutine and code objects: a running generator's frame leads to
+# its caller's frames (``gi_frame.f_back.f_globals``), i.e. to the sandbox worker's own globals
+# and unrestricted builtins.  The kernel layers hold without this (the job's process has never
+# seen another job), but honest circuit code never walks frames.
+INTROSPECTION_ATTRIBUTES = frozenset(
+    {
+        "f_back",
+        "f_builtins",
+        "f_code",
+        "f_globals",
+        "f_lasti",
+        "f_lineno",
+        "f_locals",
+        "f_trace",
+        "f_trace_lines",
+        "f_trace_opcodes",
+        "f_generator",
+        "tb_frame",
+        "tb_lasti",
+        "tb_lineno",
+        "tb_next",
+        "gi_code",
+        "gi_frame",
+        "gi_running",
+        "gi_suspended",
+        "gi_yieldfrom",
+        "cr_await",
+        "cr_code",
+        "cr_frame",
+        "cr_origin",
+        "cr_running",
+        "cr_suspended",
+        "ag_await",
+        "ag_code",
+        "ag_frame",
+        "ag_running",
+        "co_code",
+        "co_consts",
+        "co_names",
+        "co_varnames",
+        "co_cellvars",
+        "co_freevars",
+        "co_filename",
+        "co_lines",
+        "co_positions",
+        "co_linetable",
+        "co_lnotab",
+        "co_exceptiontable",
+        "co_qualname",
+        "func_globals",
+        "func_code",
+        "func_closure",
+        "cell_contents",
+        "with_traceback",
+    }
+)
 MAX_CODE_BYTES = 65536
 
 
@@ -125,10 +205,20 @@ class GuardError(ValueError):
 
 
 def _module_ok(name: str | None) -> bool:
-    """An allowed top-level package, and no private or dangerous submodule on the way."""
-    if not name or name.split(".")[0] not in ALLOWED_MODULES:
+    """An allowed top-level package (or allowed subpackage), and no private or dangerous
+    submodule on the way."""
+    if not name:
+        return False
+    if name.split(".")[0] not in ALLOWED_MODULES and not any(
+        name == sub or name.startswith(sub + ".") for sub in ALLOWED_SUBPACKAGES
+    ):
         return False
     return not any(part.startswith("_") or part in DANGEROUS_NAMES for part in name.split(".")[1:])
+
+
+def _binds_a_refused_package(alias: ast.alias) -> bool:
+    """``import qiskit_ibm_runtime.fake_provider`` binds ``qiskit_ibm_runtime`` itself."""
+    return alias.asname is None and "." in alias.name and alias.name.split(".")[0] not in ALLOWED_MODULES
 
 
 def check_code(code: str) -> None:
@@ -145,12 +235,16 @@ def check_code(code: str) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if not _module_ok(alias.name):
-                    raise GuardError(f"import of {alias.name!r} is not allowed (allowed: {', '.join(ALLOWED_MODULES)})")
+                    raise GuardError(f"import of {alias.name!r} is not allowed (allowed: {ALLOWED_TEXT})")
+                if _binds_a_refused_package(alias):
+                    raise GuardError(
+                        f"'import {alias.name}' binds {alias.name.split('.')[0]!r}: use 'from {alias.name} import ...'"
+                    )
         elif isinstance(node, ast.ImportFrom):
             if node.level or not _module_ok(node.module):
-                raise GuardError(f"import from {node.module!r} is not allowed (allowed: {', '.join(ALLOWED_MODULES)})")
+                raise GuardError(f"import from {node.module!r} is not allowed (allowed: {ALLOWED_TEXT})")
             for alias in node.names:
-                if alias.name.startswith("_") or alias.name in DANGEROUS_NAMES:
+                if alias.name.startswith("_") or alias.name in DANGEROUS_NAMES or alias.name in RUNTIME_NAMES:
                     raise GuardError(f"importing {alias.name!r} from {node.module!r} is not allowed")
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("_"):
@@ -159,6 +253,10 @@ def check_code(code: str) -> None:
                 raise GuardError(
                     f"access to attribute {node.attr!r} is not allowed (a module reachable through another one)"
                 )
+            if node.attr in RUNTIME_NAMES:
+                raise GuardError(f"access to attribute {node.attr!r} is not allowed (IBM Quantum's service)")
+            if node.attr in INTROSPECTION_ATTRIBUTES:
+                raise GuardError(f"access to attribute {node.attr!r} is not allowed (frame or code introspection)")
         elif isinstance(node, ast.Name):
             if node.id in FORBIDDEN_NAMES or (node.id.startswith("__") and node.id != "__name__"):
                 raise GuardError(f"use of {node.id!r} is not allowed")

@@ -2,8 +2,9 @@
 
 For each job the zygote forks three processes, each with one role::
 
-    zygote (pre-imported Qiskit, never runs untrusted code)
-      └─ S  supervisor: drops supplementary groups, unshare(user, pid, mount, net, ipc, uts);
+    zygote Z (pre-imported Qiskit, never runs untrusted code)
+      └─ template T (forked from Z before any job: the pristine state every job starts from)
+      └─ S  supervisor (forked by T): drops supplementary groups, unshare(user, pid, mount, net, ipc, uts);
             the zygote writes its uid/gid map (inside uid 0 -> an outside uid that owns nothing:
             61000 + slot as root, the caller's own uid otherwise); S then builds the mount view
             (private propagation; empty tmpfs over /tmp, /dev/shm, /var/tmp, /run, /root, /home;
@@ -57,6 +58,11 @@ PR_SET_CHILD_SUBREAPER = 36
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 CAP_LAST = 63
 SANDBOX_UID_BASE = 61000
+LANES_PER_SLOT = 32
+"""Outside uids per zygote slot (one per concurrent job, as root): 61000 + 32 * slot + lane."""
+SANDBOX_UID_SPAN = 16 * LANES_PER_SLOT
+"""Outside uids reserved for the sandbox as root: [SANDBOX_UID_BASE, SANDBOX_UID_BASE + SPAN)."""
+PR_SET_NAME = 15
 HOSTNAME = b"rubriq-sandbox"
 
 COVERED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/root", "/home")
@@ -96,10 +102,16 @@ def _check(ret: int, what: str) -> None:
 
 
 # -- supervisor S -----------------------------------------------------------------------------
-def outside_ids(slot: int) -> tuple[int, int]:
-    """The host uid/gid the child runs as: one per pool slot when root, else the caller's own."""
+def outside_ids(slot: int, lane: int = 0) -> tuple[int, int]:
+    """The host uid/gid a job runs as: when root, one per (zygote slot, concurrent job), so that
+    RLIMIT_NPROC and file ownership are per job; else the caller's own.
+
+    >>> outside_ids(1, 2)[0] == (SANDBOX_UID_BASE + LANES_PER_SLOT + 2 if os.geteuid() == 0 else os.geteuid())
+    True
+    """
     if os.geteuid() == 0:
-        return SANDBOX_UID_BASE + slot, SANDBOX_UID_BASE + slot
+        uid = SANDBOX_UID_BASE + (slot * LANES_PER_SLOT + lane) % SANDBOX_UID_SPAN
+        return uid, uid
     return os.geteuid(), os.getegid()
 
 
@@ -113,14 +125,15 @@ def unshare_all() -> None:
     _check(_libc().unshare(flags), "unshare(user, pid, mount, net, ipc, uts)")
 
 
-def write_id_maps(pid: int, uid: int, gid: int) -> None:
-    """Map uid/gid 0 inside ``pid``'s user namespace to ``uid``/``gid`` outside (run by the zygote)."""
-    with open(f"/proc/{pid}/setgroups", "w") as fh:
-        fh.write("deny")
-    with open(f"/proc/{pid}/uid_map", "w") as fh:
-        fh.write(f"0 {uid} 1")
-    with open(f"/proc/{pid}/gid_map", "w") as fh:
-        fh.write(f"0 {gid} 1")
+def write_id_maps(proc_dir: int, uid: int, gid: int) -> None:
+    """Map uid/gid 0 inside a process's user namespace to ``uid``/``gid`` outside (run by the
+    zygote); ``proc_dir``: an open descriptor of that process's /proc directory."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        fd = os.open(name, os.O_WRONLY, dir_fd=proc_dir)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
 
 
 def needed_paths() -> list[str]:
@@ -195,6 +208,22 @@ def build_mount_view(needed: list[str] | None = None) -> None:
 def mount_fresh_proc() -> None:
     """/proc of the new PID namespace: only the sandbox's own processes are visible."""
     _check(_libc().mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
+
+
+def hide_host_details() -> None:
+    """Cover the host's kernel command line and mount a sysfs of the job's own network namespace
+    (only its loopback), so that neither names the host's boot options or network devices.
+    Best effort: a kernel that refuses either still runs the job (SECURITY.md, residual channels)."""
+    libc = _libc()
+    if os.path.isfile("/proc/cmdline"):
+        libc.mount(b"/dev/null", b"/proc/cmdline", None, MS_BIND, None)
+    if os.path.isdir("/sys"):
+        libc.mount(b"sysfs", b"/sys", b"sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+
+
+def set_name(name: bytes) -> None:
+    """The calling process's name in ps/top (PR_SET_NAME, 15 bytes)."""
+    _libc().prctl(PR_SET_NAME, ctypes.c_char_p(name[:15]), 0, 0, 0)
 
 
 def set_hostname() -> None:
