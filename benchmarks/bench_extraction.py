@@ -143,32 +143,39 @@ def kind_of(circuit) -> str:
 
 
 def same_operator(ours, reference) -> str:
-    """'equal', 'different', or why it cannot be checked (ours or the reference too wide)."""
+    """'equal' or 'different': ours against the function's own result read with its layout
+    (``with_layout_applied``, i.e. ``Operator.from_circuit``: routing is seeded at random, so two
+    runs of a transpiling task place their swaps differently). Operator on the qubits either acts
+    on, up to MAX_OPERATOR_QUBITS; wider ones by MQT QCEC."""
     from qiskit.circuit import QuantumCircuit
     from qiskit.quantum_info import Operator
 
     from rubriq.circuit.gates import STRIPPED_INSTRUCTIONS
+    from rubriq.circuit.layout import with_layout_applied
+
+    reference = with_layout_applied(reference)
 
     def unitary_part(circuit):
         return [inst for inst in circuit.data if inst.operation.name not in STRIPPED_INSTRUCTIONS]
 
     if ours.num_qubits != reference.num_qubits:
         return "different"
-    active = sorted({reference.find_bit(q).index for inst in unitary_part(reference) for q in inst.qubits})
-    active_ours = sorted({ours.find_bit(q).index for inst in unitary_part(ours) for q in inst.qubits})
-    if not set(active_ours) <= set(active):
-        return "different"
-    if len(active) > MAX_OPERATOR_QUBITS:
-        return f"not checked ({len(active)} qubits)"
+    active = sorted({c.find_bit(q).index for c in (ours, reference) for inst in unitary_part(c) for q in inst.qubits})
 
-    def reduced(circuit):
-        out = QuantumCircuit(len(active), global_phase=circuit.global_phase)
-        where = {q: i for i, q in enumerate(active)}
+    def reduced(circuit, qubits):
+        out = QuantumCircuit(len(qubits), global_phase=circuit.global_phase)
+        where = {q: i for i, q in enumerate(qubits)}
         for inst in unitary_part(circuit):
             out.append(inst.operation, [where[circuit.find_bit(q).index] for q in inst.qubits])
         return out
 
-    return "equal" if Operator(reduced(ours)).equiv(Operator(reduced(reference))) else "different"
+    if len(active) <= MAX_OPERATOR_QUBITS:
+        return "equal" if Operator(reduced(ours, active)).equiv(Operator(reduced(reference, active))) else "different"
+    from mqt import qcec
+
+    everything = list(range(ours.num_qubits))
+    verdict = str(qcec.verify(reduced(ours, everything), reduced(reference, everything)).equivalence).rsplit(".", 1)[-1]
+    return "equal" if verdict.startswith("equivalent") else "different"
 
 
 def qiskit_human_eval(path: Path, timeout_s: float) -> str:

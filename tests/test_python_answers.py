@@ -182,3 +182,40 @@ def test_a_for_loop_is_unrolled(evaluator):
     expected.cx(0, 1)
     result = _found(evaluator, code, "module_circuit", expected)
     assert result.gate_counts == {"h": 3, "cx": 1}
+
+
+def test_a_returned_transpiled_circuit_is_read_with_its_layout(evaluator):
+    """``pass_manager.run(qc)`` onto a line of 4 qubits with a permuted initial layout: the gates
+    alone are another unitary; read with the layout (as Operator.from_circuit reads it), the
+    circuit found is the logical one on qubits 0-2, identity on the ancilla."""
+    from qiskit import transpile
+    from qiskit.transpiler import CouplingMap
+
+    logical = QuantumCircuit(3)
+    logical.h(0)
+    logical.cx(0, 2)
+    logical.t(1)
+    logical.cx(2, 1)
+    logical.cx(0, 1)
+    code = (
+        HEAD + "from qiskit import transpile\nfrom qiskit.transpiler import CouplingMap\n"
+        "def build_routed():\n    qc = QuantumCircuit(3)\n    qc.h(0)\n    qc.cx(0, 2)\n    qc.t(1)\n"
+        "    qc.cx(2, 1)\n    qc.cx(0, 1)\n    return transpile(qc, coupling_map=CouplingMap.from_line(4), "
+        "initial_layout=[3, 1, 0], basis_gates=['h', 'cx', 't', 'swap'], seed_transpiler=7)\n"
+    )
+    raw = transpile(
+        logical,
+        coupling_map=CouplingMap.from_line(4),
+        initial_layout=[3, 1, 0],
+        basis_gates=["h", "cx", "t", "swap"],
+        seed_transpiler=7,
+    )
+    gates_only = raw.copy()
+    gates_only._layout = None
+    expected = Operator(logical).expand(Operator(QuantumCircuit(1)))
+    assert not Operator(gates_only).equiv(expected)  # the layout matters for this circuit
+    result = evaluator.evaluate(_fenced(code))
+    assert result.error is None, result.error
+    assert "layout applied" in result.strategy_detail
+    assert Operator(result.circuit).equiv(expected)
+    assert Operator(result.circuit).equiv(Operator.from_circuit(raw))

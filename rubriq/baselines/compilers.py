@@ -32,6 +32,7 @@ import logging
 from qiskit import QuantumCircuit, qasm2, transpile
 
 from rubriq.circuit.gates import TRUSTED_MAX_GATES, canonical_ops, strip_non_unitary
+from rubriq.circuit.layout import with_layout_applied  # re-exported: every route applies it
 from rubriq.data.suites import CLIFFORD_T_BASIS, SUITE_LIMITS
 from rubriq.extract.qasm import load_qasm
 from rubriq.rubric.tcount import t_count
@@ -72,60 +73,6 @@ def compiler_input(circuit: QuantumCircuit) -> QuantumCircuit:
     if all(inst.operation.name in COMPILER_BASIS for inst in circuit.data):
         return circuit
     return transpile(circuit, basis_gates=list(COMPILER_BASIS), optimization_level=0)
-
-
-def with_layout_applied(circuit: QuantumCircuit) -> QuantumCircuit:
-    """``circuit`` with its transpiler layout made explicit: the initial layout and the final
-    permutation (``layout.final_layout``) become permutation gates, decomposed into swaps, so that
-    ``Operator(result) == Operator.from_circuit(circuit)``; a circuit without a layout is returned
-    as is.  (Compilers that route or elide permutations return the permutation beside the
-    circuit; a stored or verified circuit must carry it.)
-
-    >>> from qiskit.quantum_info import Operator
-    >>> qc = QuantumCircuit(2); _ = qc.h(0); _ = qc.t(1); _ = qc.swap(0, 1)
-    >>> out = qiskit_o3(qc)   # the swap is elided into the layout, then made explicit again
-    >>> out.layout is None and Operator(out).equiv(Operator(qc))
-    True
-    """
-    from qiskit.circuit.library import PermutationGate
-
-    layout = circuit.layout
-    if layout is None:
-        return circuit
-    n = circuit.num_qubits
-    initial = final = None
-    if layout.initial_layout is not None:
-        inputs: list = [None] * len(layout.input_qubit_mapping)
-        for qubit, index in layout.input_qubit_mapping.items():
-            inputs[index] = qubit
-        if len(inputs) != n:
-            raise ValueError(
-                f"the compiler mapped {len(inputs)} qubits onto {n}: baselines compile without a device (no ancillas)"
-            )
-        initial = layout.initial_layout.to_permutation(inputs)
-    if layout.final_layout is not None:
-        final = layout.final_layout.to_permutation(circuit.qubits)
-    plain = circuit.copy()
-    plain._layout = None  # the layout is applied below (QuantumCircuit.layout has no setter)
-    out = QuantumCircuit(*circuit.qregs, global_phase=0.0)
-    trivial = list(range(n))
-    if initial is not None and initial != trivial:
-        out.append(PermutationGate(initial), range(n))
-    out.compose(plain, inplace=True)
-    if final is not None and final != trivial:
-        out.append(PermutationGate(_inverse(final)), range(n))
-    if initial is not None and initial != trivial:
-        out.append(PermutationGate(_inverse(initial)), range(n))
-    if out.size() == plain.size():
-        return out
-    return transpile(out, basis_gates=[*COMPILER_BASIS], optimization_level=0)
-
-
-def _inverse(permutation: list[int]) -> list[int]:
-    inverse = [0] * len(permutation)
-    for i, p in enumerate(permutation):
-        inverse[p] = i
-    return inverse
 
 
 def count_t(circuit: QuantumCircuit) -> int:

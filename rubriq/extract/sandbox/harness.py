@@ -20,7 +20,10 @@ The rules, in order (docs/extraction.md has an example of each):
 
 The circuit found must have a unitary: ``for_loop`` is unrolled, other classical control flow
 (``if_else``, ``while_loop``, ``switch_case``) and unbound parameters are refused as
-``unsupported`` with the reason.
+``unsupported`` with the reason. A circuit that carries a transpiler layout (the code returned
+``transpile(...)`` or ``pass_manager.run(...)``) is read with it
+(:func:`rubriq.circuit.layout.with_layout_applied`): the routing and placement permutations become
+swaps, so the circuit scored is the one whose operator ``Operator.from_circuit`` gives.
 
 Code around the circuit runs as written (simulation with qiskit_aer, Statevector, transpiling
 against fake backends, printing, text drawings), within the completion's time and memory; what
@@ -328,6 +331,11 @@ def run(code: str, max_ops: int) -> dict[str, Any]:
         if circuit is None:
             return {"error": how}
         circuit = scorable(circuit)
+        if circuit.layout is not None:  # a compiled circuit (e.g. ``pass_manager.run(qc)``): read with its layout
+            from rubriq.circuit.layout import with_layout_applied
+
+            circuit = with_layout_applied(circuit)
+            how += "; its transpiler layout applied as swaps"
         return {"circuit": circuit_to_payload(circuit, max_ops=max_ops), "found": how}
     except Unsupported as exc:
         return {"unsupported": str(exc)}

@@ -765,6 +765,7 @@ def main() -> None:
     # Warm the code paths a job uses, so children inherit them instead of redoing them.
     from qiskit import QuantumCircuit
 
+    from rubriq.circuit import layout as _layout  # noqa: F401  (a compiled answer is read with its layout)
     from rubriq.extract.sandbox import harness, layers  # noqa: F401  (imported before the template forks)
     from rubriq.extract.serialize import circuit_to_payload
 
