@@ -5,7 +5,9 @@
   (Qiskit's standard gates by name), the stripped non-unitary instructions;
 - ``facts.py``: :class:`CircuitFacts`, what every rubric dimension reads, computed once;
 - ``backends.py``: the hardware backend catalog (qubits, coupling maps, native gates, error
-  rates), read by the rubric's S_H and by the hardware pipeline alike.
+  rates), read by the rubric's S_H and by the hardware pipeline alike;
+- ``layout.py``: :func:`with_layout_applied`, a compiled circuit with its transpiler layout made
+  explicit as swaps (baseline outputs, answers that return ``transpile(...)``).
 
 Nothing here imports another RubriQ package (tests/test_layers.py).
 """
