@@ -197,7 +197,8 @@ def test_readme_reading_a_score_table_is_what_the_rubric_computes():
     from rubriq.config import RubricConfig
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Reading a score") :]
+    start = readme.index("### Reading a score")
+    section = readme[start : readme.index("\n## ", start)]
     rows = {
         m.group(1): m.groups()[1:]
         for m in re.finditer(r"^\| ([^|]+?) \| ([\d.-]+) \| ([\d.]+) \| ([\d.]+) \|$", section, re.M)

