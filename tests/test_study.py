@@ -199,11 +199,10 @@ def test_quickstart_reports_sampled_held_out_metrics_with_intervals(tmp_path, mo
     assert set(summary["differences"]) == {"before SFT -> after SFT", "after SFT -> after GRPO"}
     text = report.read_text()
     assert "2 completions sampled per prompt at temperature 1.0" in text and "Paired per-prompt differences" in text
-    # a random tiny model never gets a circuit right: no effect, and the report says so
+    # a random tiny model never gets a circuit right: no change of the correct rate, and the report says so
     assert (
-        "GRPO had no measurable effect" in text
-        or summary["differences"]["after SFT -> after GRPO"]["correct"][1] is None
-    )
+        "correct rate no measurable change" in text or "correct rate not measured" in text
+    ) and "After 2 GRPO steps, held-out:" in text
 
 
 # -- the learning study's design on the tiny model ------------------------------------------------

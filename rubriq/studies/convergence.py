@@ -587,6 +587,7 @@ def run_arm(
 
         trainer = build(arm_cfg, policy=(tokenizer, load_sft()), rewards=rewards, callbacks=[HeldOutEval()])
         trainer.train()
+        trainer.save_model(str(arm_dir / "final"))  # the policy (LoRA adapter), for `rubriq evaluate` / the leaderboard
         simulations = int(rewards.stats["evaluated"])
         rewards.close()
     result = {

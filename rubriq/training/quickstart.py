@@ -9,8 +9,9 @@ completions of each phase (JSONL) and ``summary.json`` under the output folder.
 Every evaluation **samples** ``evaluation.samples`` completions per held-out prompt at
 ``evaluation.temperature`` (the training temperature): the report gives, per phase, the
 correct rate and mean reward with 95% t-intervals over prompts, pass@k, and the paired
-per-prompt differences between phases; when the interval of the GRPO difference contains 0
-it says that GRPO had no measurable effect at this budget and points to the convergence study.
+per-prompt differences between phases, and one sentence on the held-out change after GRPO (per
+metric: the change with its interval, or "no measurable change" when the interval contains 0);
+the training reward on its own prompts is plotted per step (``reward_curve.png``).
 """
 
 from __future__ import annotations
@@ -212,15 +213,7 @@ def write_report(out: Path, summary: dict, settings) -> Path:
         [[change, format_ci(d["correct"], 2), format_ci(d["reward"])] for change, d in summary["differences"].items()],
     )
     grpo = summary["differences"].get(f"{PHASES[1]} -> {PHASES[2]}", {})
-    lo, hi = (grpo.get("correct") or (None, None, None))[1:]
-    if lo is not None and hi is not None and lo <= 0 <= hi:
-        lines += [
-            "",
-            f"GRPO had no measurable effect on the held-out correct rate at this budget "
-            f"({summary['grpo_steps']} steps): the 95% interval of the change contains 0. The convergence "
-            "study (results/studies/convergence/, `rubriq study convergence`) measures GRPO over more "
-            "steps and seeds.",
-        ]
+    lines += ["", held_out_verdict(grpo, summary["grpo_steps"])]
     b = summary["grpo_step"]
     lines += [
         "",
@@ -244,7 +237,42 @@ def write_report(out: Path, summary: dict, settings) -> Path:
     )
     lines += ["", "## Wall time per phase (seconds)", ""]
     lines += markdown_table(list(summary["seconds"]), [[f"{v:.0f}" for v in summary["seconds"].values()]])
-    lines += ["", "![reward curve](reward_curve.png)", "", "![phases](phases.png)", ""]
+    lines += [
+        "",
+        "Training reward on the training prompts, per GRPO step (left; the band is the spread within the step's "
+        "groups) and its five dimensions (right):",
+        "",
+        "![reward curve](reward_curve.png)",
+        "",
+        "![phases](phases.png)",
+        "",
+    ]
     path = out / "report.md"
     path.write_text("\n".join(lines))
     return path
+
+
+def held_out_verdict(change: dict, steps: int) -> str:
+    """One sentence on the held-out change after GRPO: for the correct rate and the mean reward,
+    "no measurable effect" when the 95% interval of the paired change contains 0, else the change.
+
+    >>> held_out_verdict({"correct": (0.03, -0.04, 0.11), "reward": (0.087, 0.025, 0.149)}, 12)
+    'After 12 GRPO steps, held-out: correct rate no measurable change (0.03 [-0.04, 0.11]: the 95% interval contains 0); mean reward +0.087 [0.025, 0.149]. The learning study (results/studies/learning/, `rubriq study convergence configs/studies/learning_cpu.yaml`) measures GRPO over more steps, seeds and arms.'
+    """
+    from rubriq.tables import format_ci
+
+    parts = []
+    for name, key, digits in (("correct rate", "correct", 2), ("mean reward", "reward", 3)):
+        value = change.get(key)
+        if not value or value[1] is None or value[2] is None:
+            parts.append(f"{name} not measured")
+            continue
+        mean, lo, hi = value
+        if lo <= 0 <= hi:
+            parts.append(f"{name} no measurable change ({format_ci(value, digits)}: the 95% interval contains 0)")
+        else:
+            parts.append(f"{name} {mean:+.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]")
+    return (
+        f"After {steps} GRPO steps, held-out: {'; '.join(parts)}. The learning study (results/studies/learning/, "
+        "`rubriq study convergence configs/studies/learning_cpu.yaml`) measures GRPO over more steps, seeds and arms."
+    )
