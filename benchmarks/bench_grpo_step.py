@@ -116,7 +116,7 @@ def logprob_difference(model_path: str, rows: list[dict], n: int = 8) -> dict:
     from rubriq.training.models import load_model, load_tokenizer
 
     tokenizer = load_tokenizer()
-    fp32 = load_model(model_path)
+    fp32 = load_model(model_path, dtype=torch.float32)  # (without a dtype the checkpoint's own, bf16, is kept)
     records = generate(
         fp32, tokenizer, rows[:n], samples=1, max_new_tokens=160, temperature=1.0, seed=3, progress=False
     )
