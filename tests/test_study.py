@@ -347,13 +347,18 @@ def test_the_learning_design_on_a_model_that_answers(tmp_path, monkeypatch):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["study"]["primary_metric"] == "gap_closed" and "binary - none" in summary["differences"]
     assert "mde/gap_closed" in summary["differences"]["binary - none"]
+    # each trained arm-seed against its own step 0 on the same prompts (a random model: no change at all)
+    change = summary["paired_from_step0"]["binary"]["0"]["test"]
+    assert set(summary["paired_from_step0"]) == {"binary"} and change["prompts"] >= 1
+    assert change["correct"][0] == 0.0 and change["gap_closed"][0] == 0.0
+    assert (out / "arms" / "binary" / "seed0" / "final" / "adapter_config.json").is_file()  # the policy is saved
     scored = [
         json.loads(x) for x in (out / "arms" / "binary" / "seed0" / "train_scores.jsonl").read_text().splitlines()
     ]
     assert len(scored) == 2 * 4 and {"scores", "family", "reward"} <= set(scored[0])  # 2 steps x 4 completions
     text = path.read_text()
     assert "Training prompts (2 fixed prompts" in text and "Difficulty filter" in text
-    assert "effective number of dimensions" in text
+    assert "effective number of dimensions" in text and "Change from step 0 to step 2 on the same prompts" in text
     train_rows = [json.loads(x) for x in (out / "data_filtered" / "train.jsonl").read_text().splitlines()]
     test_rows = [json.loads(x) for x in (out / "data" / "test.jsonl").read_text().splitlines()]
     assert not {r["target"] for r in train_rows} & {r["target"] for r in test_rows}

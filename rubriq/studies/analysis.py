@@ -153,4 +153,44 @@ def family_of_spec(spec: str) -> str:
     return "rewrite" if name == "circuit" else str(name)
 
 
-__all__ = ["dimension_correlation", "family_of_spec", "minimum_detectable_effect", "rewrite_gap", "t_quantile"]
+def paired_change(
+    before: Sequence[RecordLike], after: Sequence[RecordLike], t_pyzx: Mapping[str, int], eps: float = DEFAULT_EPS
+) -> dict[str, tuple[float | None, float | None, float | None]]:
+    """One policy against another on the same prompts (e.g. an arm-seed's final step against its
+    step 0): the mean over shared prompts of (per-prompt mean after - before) of ``correct``,
+    ``reward`` and ``gap_closed`` (over the prompts with a recorded ``t_pyzx``), each with its 95%
+    t-interval over prompts (samples of one prompt are not independent, prompts are). This is
+    what one seed can say; intervals over seeds are ``aggregate``'s.
+
+    >>> ok = {"parsed": True, "average_fidelity": 1.0, "t_count": 1, "reward": 0.9}
+    >>> bad = {"parsed": True, "average_fidelity": 0.2, "t_count": 1, "reward": 0.3}
+    >>> rec = lambda p, r: {"prompt_id": p, "t0": 3, "result": r}
+    >>> out = paired_change([rec("a", bad), rec("b", ok)], [rec("a", ok), rec("b", ok)], {"a": 1, "b": 1})
+    >>> [round(v, 3) for v in out["correct"]], [round(v, 3) for v in out["gap_closed"]]
+    ([0.5, -5.853, 6.853], [0.5, -5.853, 6.853])
+    """
+    from rubriq.evaluation.metrics import mean_ci, paired_prompt_difference
+
+    def gap_by_prompt(records: Sequence[RecordLike]) -> dict[str, float]:
+        groups: dict[str, list[RecordLike]] = {}
+        for r in records:
+            if str(r.get("prompt_id")) in t_pyzx:
+                groups.setdefault(str(r.get("prompt_id")), []).append(r)
+        return {p: rewrite_gap(g, t_pyzx, eps)["gap_closed"] for p, g in groups.items()}
+
+    b, a = gap_by_prompt(before), gap_by_prompt(after)
+    return {
+        "correct": paired_prompt_difference(before, after, "correct", eps),
+        "reward": paired_prompt_difference(before, after, "reward", eps),
+        "gap_closed": mean_ci([a[p] - b[p] for p in a if p in b and a[p] is not None and b[p] is not None]),
+    }
+
+
+__all__ = [
+    "dimension_correlation",
+    "family_of_spec",
+    "minimum_detectable_effect",
+    "paired_change",
+    "rewrite_gap",
+    "t_quantile",
+]

@@ -796,6 +796,36 @@ def _by_family(records: list[dict], corr, family_of) -> dict[str, Any]:
     return out
 
 
+def paired_from_step0(out: Path, study: StudySettings, final_step: int) -> dict[str, Any]:
+    """Per finished arm-seed (the control left out: its later steps are its step 0) and split:
+    the final step's change from step 0 on the same prompts (``analysis.paired_change``)."""
+    from rubriq.data.prompts import load_split
+    from rubriq.studies.analysis import paired_change
+
+    eps = 1 - RubricConfig().fidelity.correct_threshold  # the studies' configs keep the default 0.99
+    try:
+        rows = load_split(out / "data", "test")
+    except (OSError, ValueError):
+        rows = []
+    t_pyzx = {str(r["id"]): int(r["t_pyzx"]) for r in rows if r.get("t_pyzx") is not None}
+    found: dict[str, Any] = {}
+    for name, arm in study.arms.items():
+        if arm.reward == "none":
+            continue
+        for seed in study.seeds:
+            arm_dir = out / "arms" / name / f"seed{seed}"
+            if not (arm_dir / "done.json").is_file():
+                continue
+            for split, prefix in (("test", ""), ("train", "train_")):
+                before = _read_jsonl(out / "step0" / f"{prefix}records_seed{seed}.jsonl")
+                after = _read_jsonl(arm_dir / f"{prefix}records_step{final_step}.jsonl")
+                if before and after:
+                    change = paired_change(before, after, t_pyzx, eps)
+                    prompts = len({r.get("prompt_id") for r in after})
+                    found.setdefault(name, {}).setdefault(str(seed), {})[split] = {**change, "prompts": prompts}
+    return found
+
+
 def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
     """per_step.csv, summary.json, summary.md and the plots, from whatever arm-seeds are done."""
     rows = collect(out, study)
@@ -807,6 +837,7 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
         writer.writeheader()
         writer.writerows(rows)
     agg = aggregate(rows, study)
+    agg["paired_from_step0"] = paired_from_step0(out, study, agg["final_step"])
     corr = correlations(out, study, agg["final_step"])
     filtered = json.loads((out / "filter.json").read_text()) if (out / "filter.json").is_file() else None
     train_prompts = study.train_eval_prompts
@@ -976,6 +1007,31 @@ def summary_markdown(
     lines += markdown_table(
         ["completions", "arm", "family", "n", "mean correlation", "effective dimensions", "constant"], table
     )
+    paired = agg.get("paired_from_step0") or {}
+    if paired:
+        lines += [
+            "",
+            f"## Change from step 0 to step {last} on the same prompts, per seed",
+            "",
+            "Mean over prompts of the per-prompt change (final step minus step 0, the same policy's warm-start), "
+            "95% t-intervals over prompts: what one seed can say about its own policy (the control's later steps "
+            "are its step 0, so it is left out; differences between arms are in the tables above).",
+            "",
+        ]
+        table = []
+        for name, seeds in paired.items():
+            for seed, splits in seeds.items():
+                for split, c in splits.items():
+                    table.append(
+                        [
+                            name,
+                            seed,
+                            "held-out" if split == "test" else "training prompts",
+                            str(c["prompts"]),
+                            *(format_ci(c.get(m), 3) for m in ("correct", "reward", "gap_closed")),
+                        ]
+                    )
+        lines += markdown_table(["arm", "seed", "prompts", "n", "correct", "reward", "gap_closed"], table)
     lines += ["", "![held-out curves](curves.png)", ""]
     if train_prompts:
         lines += ["![training-prompt curves](train_curves.png)", ""]
