@@ -351,6 +351,7 @@ def test_the_learning_design_on_a_model_that_answers(tmp_path, monkeypatch):
     change = summary["paired_from_step0"]["binary"]["0"]["test"]
     assert set(summary["paired_from_step0"]) == {"binary"} and change["prompts"] >= 1
     assert change["correct"][0] == 0.0 and change["gap_closed"][0] == 0.0
+    assert change["rewrite_copies"]["final"] == {"correct": 0, "copies": 0, "fewer_t": 0}
     assert (out / "arms" / "binary" / "seed0" / "final" / "adapter_config.json").is_file()  # the policy is saved
     scored = [
         json.loads(x) for x in (out / "arms" / "binary" / "seed0" / "train_scores.jsonl").read_text().splitlines()

@@ -186,11 +186,48 @@ def paired_change(
     }
 
 
+def _statements(qasm: str) -> list[str]:
+    skip = ("OPENQASM", "include", "qreg", "creg", "//", "```")
+    return ["".join(line.split()) for line in qasm.splitlines() if line.strip() and not line.strip().startswith(skip)]
+
+
+def rewrite_copies(records: Sequence[RecordLike], eps: float = DEFAULT_EPS) -> dict[str, int]:
+    r"""Of the correct completions of rewrite prompts (a ``circuit`` target): how many are the input
+    circuit verbatim (the same gate statements in the same order, whitespace and header aside: a
+    textual test, so a copy with commuting gates reordered does not count) and how many have
+    fewer T than the input. Copying is always correct and never compresses.
+
+    >>> spec = '{"algorithm": "circuit", "qasm": "OPENQASM 2.0;\\nqreg q[1];\\nt q[0];\\nt q[0];\\n"}'
+    >>> ok = lambda t: {"parsed": True, "average_fidelity": 1.0, "t_count": t}
+    >>> recs = [{"target": spec, "t0": 2, "text": "```qasm\nqreg q[1];\nt q[0];\nt  q[0];\n```", "result": ok(2)},
+    ...         {"target": spec, "t0": 2, "text": "qreg q[1];\ns q[0];", "result": ok(0)}]
+    >>> rewrite_copies(recs)
+    {'correct': 2, 'copies': 1, 'fewer_t': 1}
+    """
+    import json
+
+    out = {"correct": 0, "copies": 0, "fewer_t": 0}
+    for r in records:
+        try:
+            target = json.loads(str(r.get("target")))
+        except ValueError:
+            continue
+        res = _res(r)
+        if not isinstance(target, dict) or target.get("algorithm") != "circuit" or not is_correct(res, 1 - eps):
+            continue
+        out["correct"] += 1
+        out["copies"] += _statements(str(r.get("text") or "")) == _statements(str(target.get("qasm") or ""))
+        t, t0 = res.get("t_count"), r.get("t0")
+        out["fewer_t"] += t is not None and t0 is not None and int(t) < int(t0)
+    return out
+
+
 __all__ = [
     "dimension_correlation",
     "family_of_spec",
     "minimum_detectable_effect",
     "paired_change",
+    "rewrite_copies",
     "rewrite_gap",
     "t_quantile",
 ]

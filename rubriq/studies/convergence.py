@@ -800,7 +800,7 @@ def paired_from_step0(out: Path, study: StudySettings, final_step: int) -> dict[
     """Per finished arm-seed (the control left out: its later steps are its step 0) and split:
     the final step's change from step 0 on the same prompts (``analysis.paired_change``)."""
     from rubriq.data.prompts import load_split
-    from rubriq.studies.analysis import paired_change
+    from rubriq.studies.analysis import paired_change, rewrite_copies
 
     eps = 1 - RubricConfig().fidelity.correct_threshold  # the studies' configs keep the default 0.99
     try:
@@ -822,7 +822,12 @@ def paired_from_step0(out: Path, study: StudySettings, final_step: int) -> dict[
                 if before and after:
                     change = paired_change(before, after, t_pyzx, eps)
                     prompts = len({r.get("prompt_id") for r in after})
-                    found.setdefault(name, {}).setdefault(str(seed), {})[split] = {**change, "prompts": prompts}
+                    copies = {"step0": rewrite_copies(before, eps), "final": rewrite_copies(after, eps)}
+                    found.setdefault(name, {}).setdefault(str(seed), {})[split] = {
+                        **change,
+                        "prompts": prompts,
+                        "rewrite_copies": copies,
+                    }
     return found
 
 
@@ -1029,9 +1034,25 @@ def summary_markdown(
                             "held-out" if split == "test" else "training prompts",
                             str(c["prompts"]),
                             *(format_ci(c.get(m), 3) for m in ("correct", "reward", "gap_closed")),
+                            " -> ".join(
+                                f"{k['copies']} / {k['fewer_t']} of {k['correct']}"
+                                for k in (c["rewrite_copies"]["step0"], c["rewrite_copies"]["final"])
+                            ),
                         ]
                     )
-        lines += markdown_table(["arm", "seed", "prompts", "n", "correct", "reward", "gap_closed"], table)
+        lines += markdown_table(
+            [
+                "arm",
+                "seed",
+                "prompts",
+                "n",
+                "correct",
+                "reward",
+                "gap_closed",
+                "correct rewrites: verbatim copies / fewer T (step 0 -> final)",
+            ],
+            table,
+        )
     lines += ["", "![held-out curves](curves.png)", ""]
     if train_prompts:
         lines += ["![training-prompt curves](train_curves.png)", ""]
