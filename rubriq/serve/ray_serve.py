@@ -75,6 +75,15 @@ def start(
     import ray
     from ray import serve
 
+    # Serve's proxy must answer its readiness check within 5 s and its health check within 10 s, or
+    # the controller kills it and `serve.start` fails: on a busy 2-core machine (measured in a
+    # fresh-clone test run beside a training job) a starting proxy misses that. Generous defaults,
+    # read by the controller this process starts; an operator's own values win.
+    for name, seconds in (
+        ("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60"),
+        ("RAY_SERVE_PROXY_HEALTH_CHECK_TIMEOUT_S", "60"),
+    ):
+        os.environ.setdefault(name, seconds)
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.WARNING}
         if address is None:  # a cluster on this machine: room for every replica, as on a dev box
