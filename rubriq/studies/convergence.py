@@ -803,10 +803,12 @@ def paired_from_step0(out: Path, study: StudySettings, final_step: int) -> dict[
     from rubriq.studies.analysis import paired_change, rewrite_copies
 
     eps = 1 - RubricConfig().fidelity.correct_threshold  # the studies' configs keep the default 0.99
-    try:
-        rows = load_split(out / "data", "test")
-    except (OSError, ValueError):
-        rows = []
+    rows: list[dict] = []
+    for split in ("test", "train"):
+        try:
+            rows += load_split(out / "data", split)
+        except (OSError, ValueError):
+            pass
     t_pyzx = {str(r["id"]): int(r["t_pyzx"]) for r in rows if r.get("t_pyzx") is not None}
     found: dict[str, Any] = {}
     for name, arm in study.arms.items():
