@@ -195,6 +195,17 @@ def run_evaluation(
     return summary
 
 
+def baseline_name(row: dict) -> str:
+    """The name a prompt row's target gets in the baseline rows: its id without the format suffix
+    (the formats of one target share one baseline); an id without that suffix stays whole.
+
+    >>> baseline_name({"id": "qft-3-qasm2", "format": "qasm2"}), baseline_name({"id": "rewrite-small-0-37", "format": "qasm2"})
+    ('qft-3', 'rewrite-small-0-37')
+    """
+    rid, suffix = str(row["id"]), f"-{row.get('format')}"
+    return rid[: -len(suffix)] if row.get("format") and rid.endswith(suffix) else rid
+
+
 def baseline_rows(rows: list[dict], methods: tuple[str, ...]) -> list[dict]:
     """The compiler baselines on the reference circuits of the evaluated targets (one per target)."""
     from rubriq.baselines.runner import run_suite
@@ -211,7 +222,7 @@ def baseline_rows(rows: list[dict], methods: tuple[str, ...]) -> list[dict]:
         circuits.append(
             SuiteCircuit(
                 collection="prompts",
-                name=r["id"].rsplit("-", 1)[0],
+                name=baseline_name(r),
                 circuit=circuit,
                 t0=int(r["t0"]),
                 source=r["family"],

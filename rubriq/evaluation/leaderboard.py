@@ -491,6 +491,7 @@ def _rewrite_key(d: dict) -> str:
 def _rewrite_table(out: Path, rewrite_rows: list[dict], data: list[dict], entries: list[dict], eps: float) -> list[str]:
     """Per rewrite prompt: T0, the planted optimum, each compiler's verified T and each entry's
     lowest T among its correct completions."""
+    from rubriq.evaluation.evaluate import baseline_name
     from rubriq.tables import markdown_table
 
     compilers: dict[str, dict[str, Any]] = {}
@@ -503,7 +504,7 @@ def _rewrite_table(out: Path, rewrite_rows: list[dict], data: list[dict], entrie
     names = [d["name"] for d in data]
     table = []
     for r in rewrite_rows:
-        circuit = r["id"].rsplit("-", 1)[0]
+        circuit = baseline_name(r)
         cells = []
         for m in methods:
             b = compilers[m].get(circuit)
