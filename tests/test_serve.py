@@ -347,6 +347,45 @@ def test_identical_items_of_concurrent_requests_are_scored_once():
         service.close()
 
 
+def test_a_request_that_joins_an_item_given_up_by_another_still_gets_it_scored():
+    """Request A is the only one waiting for a slow item and is cancelled; request B asks for the
+    same item in the same turn of the event loop, before A's cancellation has finished. B was not
+    cancelled: it gets the item scored. (A shared item's CancelledError reaching a request that was
+    not cancelled escaped every handler as a BaseException and became uvicorn's bare 500 three times
+    in a fresh-clone suite; the service now never hands a given-up item to a new request and scores
+    it again when a shared one was cancelled under it. This test guards the scenario; it did not
+    reproduce that run's failure on the old code.)"""
+    import asyncio
+
+    from rubriq.serve.protocol import Limits, Targets, parse
+    from rubriq.serve.service import ScoringService
+    from rubriq.serve.settings import ServeSettings
+
+    service = ScoringService(ServeSettings(workers=1))
+    targets = Targets(service.config, Limits())
+
+    def request(*completions):
+        body = json.dumps({"items": [{"completion": c, "target": QFT2} for c in completions]}).encode()
+        return parse(body, Limits(), targets, service.config)
+
+    slow = slow_item(3_000_000, "given up")
+
+    async def main():
+        a = asyncio.ensure_future(service.score(request(slow)))
+        await asyncio.sleep(0.2)  # a holds the item, its scoring has started
+        a.cancel()
+        b = asyncio.ensure_future(service.score(request(slow)))  # same turn: a's task is still cancelling
+        with pytest.raises(asyncio.CancelledError):
+            await a
+        return await b
+
+    try:
+        (answer,) = asyncio.run(main())
+        assert not differences(answer, reference(slow, QFT2))
+    finally:
+        service.close()
+
+
 def test_an_internal_bug_is_a_500_with_its_request_id_logged(monkeypatch, caplog):
     """Nothing but a bug is a 500: the answer names only the request id, the log has the id and
     the traceback."""

@@ -57,7 +57,9 @@ def test_killing_a_replica_mid_load_loses_no_item(ray_server):
 
     victim = min(replica_pids(ray_server))
     client = RubriQClient(ray_server.url, retries=30, backoff=0.25, max_backoff=2.0, max_items=2, parallel=4)
-    texts = [slow_item(4_000_000, f"ray {i}") for i in range(8)] + [c for _, c, _ in MIXED]
+    # slow enough that the replicas are still working 1 s in (8 items of ~0.9 s on 2 replicas; at 4e6 a free machine had
+    # finished every item before the kill: no retry to see)
+    texts = [slow_item(12_000_000, f"ray {i}") for i in range(8)] + [c for _, c, _ in MIXED]
     specs = [QFT2] * 8 + [t for _, _, t in MIXED]
     out: dict = {}
     thread = threading.Thread(target=lambda: out.setdefault("results", client.score(texts, specs)))

@@ -54,10 +54,10 @@ class Overloaded(RuntimeError):
 class _Shared:
     """One item being scored and the number of requests waiting for it."""
 
-    __slots__ = ("task", "holders")
+    __slots__ = ("task", "holders", "abandoned")
 
     def __init__(self, task: asyncio.Task) -> None:
-        self.task, self.holders = task, 0
+        self.task, self.holders, self.abandoned = task, 0, False
 
 
 class ScoringService:
@@ -111,28 +111,33 @@ class ScoringService:
         settings = "" if config is None else config_key(config)
         threshold = (config or self.config).fidelity.correct_threshold
         keys = [(settings, item.spec, item.completion) for item in request.items]
-        held: list[tuple[str, str, str]] = []
+        held: list[_Shared] = []
         try:
-            tasks = {}
+            tasks, items = {}, {}
             for key, item in zip(keys, request.items, strict=True):
-                if key in tasks:
-                    continue
-                shared = self._shared.get(key)
-                if shared is None:
-                    shared = self._shared[key] = _Shared(asyncio.ensure_future(self._score_one(key, item, config)))
-                    shared.task.add_done_callback(functools.partial(self._forget, key))
-                shared.holders += 1
-                held.append(key)
-                tasks[key] = shared.task
-            done = await asyncio.gather(*(asyncio.shield(t) for t in tasks.values()))
-            by_key = dict(zip(tasks, done, strict=True))
+                if key not in tasks:
+                    shared = self._hold(key, item, config)
+                    held.append(shared)
+                    tasks[key], items[key] = shared.task, item
+            done = await asyncio.gather(*(asyncio.shield(t) for t in tasks.values()), return_exceptions=True)
+            by_key: dict[tuple[str, str, str], Any] = {}
+            for key, result in zip(tasks, done, strict=True):
+                item = items[key]
+                if isinstance(result, asyncio.CancelledError):
+                    # another request gave this item up (it was the last to wait for it) just as this
+                    # one joined: this request was not cancelled, so it scores the item itself
+                    shared = self._hold(key, item, config)
+                    held.append(shared)
+                    result = await asyncio.shield(shared.task)
+                elif isinstance(result, BaseException):
+                    raise result
+                by_key[key] = result
         finally:
-            for key in held:
-                shared = self._shared.get(key)
-                if shared is not None:
-                    shared.holders -= 1
-                    if shared.holders <= 0 and not shared.task.done():
-                        shared.task.cancel()
+            for shared in held:
+                shared.holders -= 1
+                if shared.holders <= 0 and not shared.task.done():
+                    shared.abandoned = True  # never handed to a later request
+                    shared.task.cancel()
         self._observe(len(keys))
         out = []
         for key, item in zip(keys, request.items, strict=True):
@@ -143,9 +148,18 @@ class ScoringService:
                 self.metrics.items.labels(answer.get("error_type") or "none").inc()
         return out
 
-    def _forget(self, key: tuple[str, str, str], _task: object = None) -> None:
+    def _hold(self, key: tuple[str, str, str], item: Any, config: Any) -> _Shared:
+        """The scoring of ``key``, shared with the requests already waiting for it, or a new one
+        (also when the one there was given up: a cancelled task must not answer a new request)."""
         shared = self._shared.get(key)
-        if shared is not None and shared.task.done():
+        if shared is None or shared.abandoned or shared.task.cancelled():
+            shared = self._shared[key] = _Shared(asyncio.ensure_future(self._score_one(key, item, config)))
+            shared.task.add_done_callback(functools.partial(self._forget, key, shared))
+        shared.holders += 1
+        return shared
+
+    def _forget(self, key: tuple[str, str, str], shared: _Shared, _task: object = None) -> None:
+        if self._shared.get(key) is shared:
             del self._shared[key]
 
     async def _score_one(self, key: tuple[str, str, str], item: Item, config: RubricConfig | None) -> Any:
