@@ -67,17 +67,21 @@ class HeisenbergTarget(_ChainTarget):
         "trotter_steps": "Trotter steps of the reference circuit only (default 4)",
     }
     defaults = {"J": 1.0, "t": 1.0}
+    couplings = "XYZ"
+    """The exchange terms P_i P_(i+1), P in ``couplings``, each with coefficient J."""
+    chain = "Heisenberg XXX chain"
 
     def hamiltonian(self):
         n, j = self.num_qubits, self.params["J"]
-        terms = [(p + p, [i, i + 1], j) for i in range(n - 1) for p in "XYZ"]
+        terms = [(p + p, [i, i + 1], j) for i in range(n - 1) for p in self.couplings]
         return SparsePauliOp.from_sparse_list(terms, num_qubits=n)
 
     def description(self):
         n, p = self.num_qubits, self.params
+        pairs = " + ".join(f"{q}_i {q}_(i+1)" for q in self.couplings)
         return (
-            f"Synthesize the time evolution exp(-i H t) for t = {p['t']:g} of the {n}-qubit Heisenberg XXX chain "
-            f"H = {p['J']:g} * sum_(i=0..{n - 2}) (X_i X_(i+1) + Y_i Y_(i+1) + Z_i Z_(i+1)) with open boundaries."
+            f"Synthesize the time evolution exp(-i H t) for t = {p['t']:g} of the {n}-qubit {self.chain} "
+            f"H = {p['J']:g} * sum_(i=0..{n - 2}) ({pairs}) with open boundaries."
         )
 
 
@@ -108,29 +112,13 @@ class TFIMTarget(_ChainTarget):
         )
 
 
-class XYTarget(_ChainTarget):
-    """exp(-iHt) of the open XY chain."""
+class XYTarget(HeisenbergTarget):
+    """exp(-iHt) of the open XY chain (the Heisenberg chain without its ZZ terms)."""
 
     name = "xy"
     summary = "exp(-iHt), H = J sum_i (X_i X_i+1 + Y_i Y_i+1) (XY chain)"
-    parameters = {
-        "J": "coupling (default 1.0)",
-        "t": "evolution time (default 1.0)",
-        "trotter_steps": "Trotter steps of the reference circuit only (default 4)",
-    }
-    defaults = {"J": 1.0, "t": 1.0}
-
-    def hamiltonian(self):
-        n, j = self.num_qubits, self.params["J"]
-        terms = [(p + p, [i, i + 1], j) for i in range(n - 1) for p in "XY"]
-        return SparsePauliOp.from_sparse_list(terms, num_qubits=n)
-
-    def description(self):
-        n, p = self.num_qubits, self.params
-        return (
-            f"Synthesize the time evolution exp(-i H t) for t = {p['t']:g} of the {n}-qubit XY chain "
-            f"H = {p['J']:g} * sum_(i=0..{n - 2}) (X_i X_(i+1) + Y_i Y_(i+1)) with open boundaries."
-        )
+    couplings = "XY"
+    chain = "XY chain"
 
     def short_description(self):
         n, p = self.num_qubits, self.params
