@@ -5,10 +5,12 @@ import csv
 import json
 import math
 
+import numpy as np
 import pytest
 import yaml
 from typer.testing import CliRunner
 
+from rubriq.rubric.engine import DIMENSIONS
 from tests.tiny import CPU, tiny_build
 
 pytest.importorskip("trl")
@@ -357,8 +359,30 @@ def test_the_learning_design_on_a_model_that_answers(tmp_path, monkeypatch):
         json.loads(x) for x in (out / "arms" / "binary" / "seed0" / "train_scores.jsonl").read_text().splitlines()
     ]
     assert len(scored) == 2 * 4 and {"scores", "family", "reward"} <= set(scored[0])  # 2 steps x 4 completions
+    # an arm-seed stopped mid-run (no done.json) is left out of every table, the correlations included
+    # (this tiny model's completions do not parse, so parsed training scores are written for the check)
+    settings = convergence.StudySettings.from_yaml(tmp / "study.yaml")
+    rng = np.random.default_rng(0)
+    for seed, n in ((0, 6), (1, 9)):
+        rows_ = [
+            {
+                "family": "rewrite",
+                "error_type": None,
+                "scores": {d: float(x) for d, x in zip(DIMENSIONS, rng.random(5), strict=True)},
+            }
+            for _ in range(n)
+        ]
+        (out / "arms" / "binary" / f"seed{seed}" / "train_scores.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows_)
+        )
+    assert convergence.correlations(out, settings, 2)["train"]["binary"]["all"]["n"] == 15
+    (out / "arms" / "binary" / "seed1" / "done.json").unlink()
+    assert convergence.correlations(out, settings, 2)["train"]["binary"]["all"]["n"] == 6
+    convergence.write_summary(out, settings, 1)
+    assert {r["seed"] for r in csv.DictReader(open(out / "per_step.csv")) if r["arm"] == "binary"} == {"0"}
+    assert set(json.loads((out / "summary.json").read_text())["paired_from_step0"]["binary"]) == {"0"}
     text = path.read_text()
-    assert "Training prompts (2 fixed prompts" in text and "Difficulty filter" in text
+    assert "Training prompts (2 fixed prompts" and "Difficulty filter" in text
     assert "effective number of dimensions" in text and "Change from step 0 to step 2 on the same prompts" in text
     train_rows = [json.loads(x) for x in (out / "data_filtered" / "train.jsonl").read_text().splitlines()]
     test_rows = [json.loads(x) for x in (out / "data" / "test.jsonl").read_text().splitlines()]

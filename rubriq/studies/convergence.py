@@ -751,14 +751,16 @@ def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
 
 def correlations(out: Path, study: StudySettings, final_step: int) -> dict[str, Any]:
     """The five dimensions' correlation and effective number (``analysis.dimension_correlation``)
-    per arm over its training completions (every seed, per task family and all) and over the
+    per arm over its finished arm-seeds' training completions (every seed, per task family and all) and over the
     held-out samples at the final step (and at step 0, shared)."""
     from rubriq.studies.analysis import dimension_correlation, family_of_spec
 
     result: dict[str, Any] = {"train": {}, "held_out": {}}
     for name in study.arms:
+        # finished arm-seeds only: a stopped one's partial files are replaced when it is re-run
+        finished = [seed for seed in study.seeds if (out / "arms" / name / f"seed{seed}" / "done.json").is_file()]
         scored = []
-        for seed in study.seeds:
+        for seed in finished:
             scored += _read_jsonl(out / "arms" / name / f"seed{seed}" / "train_scores.jsonl")
         parsed = [r for r in scored if r.get("error_type") is None]
         if parsed:
@@ -768,7 +770,7 @@ def correlations(out: Path, study: StudySettings, final_step: int) -> dict[str, 
                 **{f: dimension_correlation([r["scores"] for r in parsed if r["family"] == f]) for f in fams},
             }
         held = []
-        for seed in study.seeds:
+        for seed in finished:
             held += _read_jsonl(out / "arms" / name / f"seed{seed}" / f"records_step{final_step}.jsonl")
         if name == "none" or not held:
             continue

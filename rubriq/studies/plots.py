@@ -69,8 +69,8 @@ def training(out_dir: Path, study, out: Path) -> Path:
         per_step: dict[int, dict[str, list[float]]] = {}
         for seed in study.seeds:
             path = Path(out_dir) / "arms" / name / f"seed{seed}" / "metrics.jsonl"
-            if not path.is_file():
-                continue
+            if not path.is_file() or not (path.parent / "done.json").is_file():
+                continue  # finished arm-seeds only, as in the tables
             for line in path.read_text(encoding="utf-8").splitlines():
                 row = json.loads(line) if line.strip() else {}
                 if "step" not in row or "train_runtime" in row:
