@@ -312,11 +312,9 @@ def test_serve_flags_are_checked_before_anything_starts(argv, flag, capsys):
     assert len(err) == 1 and err[0].startswith(f"error: {flag}: ") and "short" not in err[0]
 
 
-def test_identical_items_of_concurrent_requests_are_scored_once():
-    """The service shares an item between the requests that hold it (one evaluation), answers
-    each request in its own order, and a cancelled request leaves the other's item running."""
-    import asyncio
-
+def _service_and_request():
+    """A one-worker scoring service and ``request(*completions)``: a parsed request of those
+    completions, each against QFT2."""
     from rubriq.serve.protocol import Limits, Targets, parse
     from rubriq.serve.service import ScoringService
     from rubriq.serve.settings import ServeSettings
@@ -327,6 +325,16 @@ def test_identical_items_of_concurrent_requests_are_scored_once():
     def request(*completions):
         body = json.dumps({"items": [{"completion": c, "target": QFT2} for c in completions]}).encode()
         return parse(body, Limits(), targets, service.config)
+
+    return service, request
+
+
+def test_identical_items_of_concurrent_requests_are_scored_once():
+    """The service shares an item between the requests that hold it (one evaluation), answers
+    each request in its own order, and a cancelled request leaves the other's item running."""
+    import asyncio
+
+    service, request = _service_and_request()
 
     slow = slow_item(5_000_000, "shared")
 
@@ -357,16 +365,7 @@ def test_a_request_that_joins_an_item_given_up_by_another_still_gets_it_scored()
     reproduce that run's failure on the old code.)"""
     import asyncio
 
-    from rubriq.serve.protocol import Limits, Targets, parse
-    from rubriq.serve.service import ScoringService
-    from rubriq.serve.settings import ServeSettings
-
-    service = ScoringService(ServeSettings(workers=1))
-    targets = Targets(service.config, Limits())
-
-    def request(*completions):
-        body = json.dumps({"items": [{"completion": c, "target": QFT2} for c in completions]}).encode()
-        return parse(body, Limits(), targets, service.config)
+    service, request = _service_and_request()
 
     slow = slow_item(3_000_000, "given up")
 

@@ -635,15 +635,19 @@ def run(
 
 
 # -- aggregation ----------------------------------------------------------------------------------
+def finished_arm_seeds(out: Path, study: StudySettings, name: str) -> list[tuple[int, Path]]:
+    """(seed, folder) of the arm's finished arm-seeds (``done.json`` written): every table and plot
+    reads only these, so a stopped arm-seed's partial files never enter them."""
+    dirs = [(seed, out / "arms" / name / f"seed{seed}") for seed in study.seeds]
+    return [(seed, d) for seed, d in dirs if (d / "done.json").is_file()]
+
+
 def collect(out: Path, study: StudySettings) -> list[dict]:
     """One row per (arm, seed, evaluated step, split) of the finished arm-seeds, with the
     arm-seed's training-log means (TRAIN_METRICS, prefixed ``train/``) and seconds."""
     rows = []
     for name in study.arms:
-        for seed in study.seeds:
-            arm_dir = out / "arms" / name / f"seed{seed}"
-            if not (arm_dir / "done.json").is_file():
-                continue
+        for seed, arm_dir in finished_arm_seeds(out, study, name):
             done = json.loads((arm_dir / "done.json").read_text())
             logged = [r for r in _read_jsonl(arm_dir / "metrics.jsonl") if "train_runtime" not in r]
             train = {}
@@ -757,11 +761,10 @@ def correlations(out: Path, study: StudySettings, final_step: int) -> dict[str, 
 
     result: dict[str, Any] = {"train": {}, "held_out": {}}
     for name in study.arms:
-        # finished arm-seeds only: a stopped one's partial files are replaced when it is re-run
-        finished = [seed for seed in study.seeds if (out / "arms" / name / f"seed{seed}" / "done.json").is_file()]
+        finished = [arm_dir for _, arm_dir in finished_arm_seeds(out, study, name)]
         scored = []
-        for seed in finished:
-            scored += _read_jsonl(out / "arms" / name / f"seed{seed}" / "train_scores.jsonl")
+        for arm_dir in finished:
+            scored += _read_jsonl(arm_dir / "train_scores.jsonl")
         parsed = [r for r in scored if r.get("error_type") is None]
         if parsed:
             fams = sorted({r["family"] for r in parsed})
@@ -770,8 +773,8 @@ def correlations(out: Path, study: StudySettings, final_step: int) -> dict[str, 
                 **{f: dimension_correlation([r["scores"] for r in parsed if r["family"] == f]) for f in fams},
             }
         held = []
-        for seed in finished:
-            held += _read_jsonl(out / "arms" / name / f"seed{seed}" / f"records_step{final_step}.jsonl")
+        for arm_dir in finished:
+            held += _read_jsonl(arm_dir / f"records_step{final_step}.jsonl")
         if name == "none" or not held:
             continue
         result["held_out"][name] = _by_family(held, dimension_correlation, family_of_spec)
@@ -816,10 +819,7 @@ def paired_from_step0(out: Path, study: StudySettings, final_step: int) -> dict[
     for name, arm in study.arms.items():
         if arm.reward == "none":
             continue
-        for seed in study.seeds:
-            arm_dir = out / "arms" / name / f"seed{seed}"
-            if not (arm_dir / "done.json").is_file():
-                continue
+        for seed, arm_dir in finished_arm_seeds(out, study, name):
             for split, prefix in (("test", ""), ("train", "train_")):
                 before = _read_jsonl(out / "step0" / f"{prefix}records_seed{seed}.jsonl")
                 after = _read_jsonl(arm_dir / f"{prefix}records_step{final_step}.jsonl")

@@ -56,7 +56,9 @@ def curves(agg: dict, out: Path, study, key: str = "per_step") -> Path:
 
 def training(out_dir: Path, study, out: Path) -> Path:
     """Training reward, reward std within groups, frac_reward_zero_std and entropy per step,
-    averaged over seeds (TRL's logged values)."""
+    averaged over the finished seeds (TRL's logged values)."""
+    from rubriq.studies.convergence import finished_arm_seeds  # (convergence imports this module)
+
     plt = _pyplot()
     keys = (
         ("reward", "training reward (arm's own)"),
@@ -67,10 +69,10 @@ def training(out_dir: Path, study, out: Path) -> Path:
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     for name in study.arms:
         per_step: dict[int, dict[str, list[float]]] = {}
-        for seed in study.seeds:
-            path = Path(out_dir) / "arms" / name / f"seed{seed}" / "metrics.jsonl"
-            if not path.is_file() or not (path.parent / "done.json").is_file():
-                continue  # finished arm-seeds only, as in the tables
+        for _, arm_dir in finished_arm_seeds(Path(out_dir), study, name):
+            path = arm_dir / "metrics.jsonl"
+            if not path.is_file():
+                continue
             for line in path.read_text(encoding="utf-8").splitlines():
                 row = json.loads(line) if line.strip() else {}
                 if "step" not in row or "train_runtime" in row:
