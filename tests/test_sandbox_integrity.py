@@ -600,8 +600,7 @@ def test_a_running_job_dies_with_its_worker():
     thread.join(30 * TIME_SCALE)
     assert isinstance(box.get("error"), SandboxUnavailable), box
     deadline = time.monotonic() + 60  # a bound on a wait, not a speed check: exits early when clean
-    while (
-        alive := [p for p in job if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
-    ) and (time.monotonic() < deadline):
+    # running(): a process that exits between the check and the read of its status is not running
+    while (alive := [p for p in job if running(p)]) and (time.monotonic() < deadline):
         time.sleep(0.1)
     assert not alive, f"the job's processes outlived their zygote: {alive}"
