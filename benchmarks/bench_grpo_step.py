@@ -7,10 +7,14 @@ Settings (same model, same prompts, same seed, same sampling):
 
 * ``before``: the quickstart's GRPO settings as they were (configs/quickstart_cpu.yaml: 2 prompts x
   N = 4 = 8 completions per step, LoRA on the top 12 layers, shared-prompt pre-fill), policy in
-  float32, completions not ended after their code block, zero-variance groups in the update;
+  float32, completions not ended after their code block, zero-variance groups in the update,
+  log-probabilities by TRL's fused LM-head kernel;
 * ``after``: the same with ``model.precision: auto`` (bfloat16 on a CPU with AVX512-BF16 / AMX),
-  completions ended after their code block and zero-variance groups dropped from the update;
-* ``after, 16 per step``: the same with 4 prompts x N = 4 in one generation batch.
+  completions ended after their code block, zero-variance groups dropped from the update and the
+  log-probabilities from one float32 LM-head product (``grpo.completion_logps_and_entropy``);
+* ``after, 16 per step``: the same with 4 prompts x N = 4 in one generation batch;
+* ``after, 16 per step, sampling without dropout``: the same, sampling in eval mode
+  (``sample_without_dropout``: the LoRA dropout off while generating, on in the update).
 
 Each runs ``--steps`` GRPO steps; the table gives the mean step time split into generation /
 reward / update, the completion tokens, and the cost **per completion** and per completion
@@ -33,9 +37,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SETTINGS = {
-    "before": {"precision": "float32", "end_after_code_block": False, "skip": False, "batch": 8},
-    "after": {"precision": "auto", "end_after_code_block": True, "skip": True, "batch": 8},
-    "after, 16 per step": {"precision": "auto", "end_after_code_block": True, "skip": True, "batch": 16},
+    "before": {"precision": "float32", "end_after_code_block": False, "skip": False, "batch": 8, "cpu_logprobs": False},
+    "after": {"precision": "auto", "end_after_code_block": True, "skip": True, "batch": 8, "cpu_logprobs": True},
+    "after, 16 per step": {
+        "precision": "auto",
+        "end_after_code_block": True,
+        "skip": True,
+        "batch": 16,
+        "cpu_logprobs": True,
+    },
+    "after, 16 per step, sampling without dropout": {
+        "precision": "auto",
+        "end_after_code_block": True,
+        "skip": True,
+        "batch": 16,
+        "cpu_logprobs": True,
+        "sample_without_dropout": True,
+    },
 }
 
 
@@ -82,6 +100,8 @@ def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) ->
         shared_prompt_prefill=True,
         end_after_code_block=s["end_after_code_block"],
         skip_zero_variance_groups=s["skip"],
+        cpu_logprobs=s.get("cpu_logprobs", True),
+        sample_without_dropout=s.get("sample_without_dropout", False),
     )
     trainer.train()
     logs = [x for x in trainer.state.log_history if "step_time" in x]
@@ -152,7 +172,10 @@ def main() -> int:
 
     rows = _rows(args.data)
     with tempfile.TemporaryDirectory() as tmp:
-        results = [run(name, args.model, rows, args.steps, Path(tmp)) for name in SETTINGS]
+        results = []
+        for name in SETTINGS:
+            results.append(run(name, args.model, rows, args.steps, Path(tmp)))
+            print(f"{name}: {results[-1]}", flush=True)  # progress: a long run shows each setting as it ends
     lp = logprob_difference(args.model, rows)
     base = results[0]["per_completion"]
     lines = [

@@ -166,6 +166,33 @@ def test_shared_prompt_prefill_generates_the_same_tokens(tokenizer):
     assert getattr(model.generate, "_rubriq_prefix", False)
 
 
+def test_sampling_without_dropout_samples_the_eval_mode_policy_and_restores_training(tokenizer):
+    from peft import LoraConfig, get_peft_model
+
+    from rubriq.training.generation import install_prefix_generate
+    from rubriq.training.models import tiny_model
+
+    torch.manual_seed(0)
+    config = LoraConfig(
+        r=4, lora_alpha=64, lora_dropout=0.9, target_modules=["q_proj", "v_proj"], init_lora_weights=False
+    )
+    model = get_peft_model(tiny_model(tokenizer), config)
+    tokenizer.padding_side = "left"
+    enc = tokenizer(["OPENQASM 2.0; qreg q[2];"] * 4, return_tensors="pt", padding=True)
+    kwargs = {"max_new_tokens": 8, "do_sample": False, "pad_token_id": tokenizer.eos_token_id}
+    with torch.no_grad():
+        model.eval()
+        reference = model.generate(**enc, **kwargs)
+        model.train()
+        noisy = [model.generate(**enc, **kwargs) for _ in range(3)]
+        install_prefix_generate(model, sample_without_dropout=True)
+        assert model.training
+        quiet = model.generate(**enc, **kwargs)
+    assert model.training  # the update after it still trains with dropout
+    assert torch.equal(quiet, reference)
+    assert any(not torch.equal(n, reference) for n in noisy)  # dropout 0.9 does change greedy tokens
+
+
 def _write(tmp_path, **sections):
     config = {
         "output_dir": str(tmp_path / "run"),

@@ -130,6 +130,13 @@ class TrainSettings:
     skip_zero_variance_groups: bool = True
     """GRPO: leave groups whose rewards are all equal out of the loss (DAPO's dynamic sampling
     without resampling; logged as dynamic_sampling/skipped_groups)."""
+    cpu_logprobs: bool = True
+    """GRPO on a CPU: the policy's log-probabilities from one float32 LM-head product per
+    micro-batch instead of TRL's chunked kernel, which is slow without Triton (same values;
+    rubriq/training/grpo.py, tests/test_grpo_step.py)."""
+    sample_without_dropout: bool = False
+    """GRPO without vLLM: sample completions with the adapter's dropout off (eval mode, as vLLM
+    samples); the update keeps it (rubriq/training/generation.py)."""
     ppo: dict = field(default_factory=dict)
     """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
 

@@ -17,6 +17,10 @@ the only token it may sample is the end-of-sequence token, so a completion never
 on prose after its circuit (TRL's completion mask ends at that EOS as usual).  Written here
 because ``generate``'s ``stop_strings`` needs the tokenizer inside ``generate``, which TRL does
 not pass, and it stops without an EOS token, which TRL would read as a truncated completion.
+
+With ``sample_without_dropout``, :func:`prefix_generate` samples with the model in eval mode (the
+adapter's dropout off, as vLLM samples a policy) and restores its training mode afterwards, so
+the update still sees dropout; it also skips dropout's random masks on every decoding step.
 """
 
 from __future__ import annotations
@@ -81,6 +85,12 @@ def prefix_generate(generate, model: Any, input_ids=None, attention_mask=None, *
     import torch
     from transformers import DynamicCache, LogitsProcessorList
 
+    if getattr(generate, "_rubriq_eval", False) and getattr(model, "training", False):
+        model.eval()
+        try:
+            return prefix_generate(generate, model, input_ids, attention_mask, **kwargs)
+        finally:
+            model.train()
     end = getattr(generate, "_rubriq_end_after_block", None)
     if end is not None and input_ids is not None:
         fence_ids, eos = end
@@ -105,16 +115,19 @@ def prefix_generate(generate, model: Any, input_ids=None, attention_mask=None, *
     return generate(input_ids=input_ids, attention_mask=attention_mask, cache=cache, **kwargs)
 
 
-def install_prefix_generate(model: Any, tokenizer: Any = None, end_after_code_block: bool = False) -> Any:
+def install_prefix_generate(
+    model: Any, tokenizer: Any = None, end_after_code_block: bool = False, sample_without_dropout: bool = False
+) -> Any:
     """Make ``model.generate`` pre-fill shared prompts once (instance attribute; idempotent) and,
-    with ``end_after_code_block`` (needs ``tokenizer``), end each completion after its code block."""
+    with ``end_after_code_block`` (needs ``tokenizer``), end each completion after its code block;
+    with ``sample_without_dropout``, sample in eval mode (module docstring)."""
     if getattr(model.generate, "_rubriq_prefix", False):
         return model
-    inner = model.generate
+    inner = functools.partial(model.generate)
+    inner._rubriq_eval = bool(sample_without_dropout)  # type: ignore[attr-defined]
     if end_after_code_block:
         if tokenizer is None or tokenizer.eos_token_id is None:
             raise ValueError("end_after_code_block needs the tokenizer (and its eos token)")
-        inner = functools.partial(inner)
         inner._rubriq_end_after_block = (fence_token_ids(tokenizer), tokenizer.eos_token_id)  # type: ignore[attr-defined]
     wrapped = functools.partial(prefix_generate, inner, model)
     wrapped._rubriq_prefix = True  # type: ignore[attr-defined]

@@ -9,7 +9,9 @@ logged as ``rewards/<dim>/mean``.
 :class:`RubriQGRPOTrainer` is TRL's trainer plus the step-time breakdown the issue asks for:
 ``timing/generation_s``, ``timing/reward_s`` (from the reward functions),
 ``timing/update_s`` (the rest of TRL's ``step_time``: log-probabilities, backward, optimizer)
-and ``tokens_per_s`` (completion tokens per second of generation); without vLLM, it
+and ``tokens_per_s`` (completion tokens per second of generation); on a CPU it computes the
+policy's log-probabilities with one float32 LM-head product per micro-batch instead of TRL's
+chunked kernel (:func:`completion_logps_and_entropy`, measured ~4x cheaper there); without vLLM, it
 pre-fills each prompt once for its N completions and ends each completion after its code block
 (``generation.py``); and it drops groups whose rewards are all equal from the update (DAPO's
 dynamic sampling, without the resampling: such a group has zero advantage, so it adds no
@@ -38,6 +40,69 @@ def rows_to_dataset(rows: list[dict]):
     return Dataset.from_list([{"prompt": r["prompt"], "target": r["target"]} for r in rows])
 
 
+_MULTIMODAL = (
+    "pixel_values",
+    "image_grid_thw",
+    "num_images",
+    "pixel_attention_mask",
+    "spatial_shapes",
+    "num_tiles",
+    "image_sizes",
+    "token_type_ids",
+    "mm_token_type_ids",
+    "image_position_ids",
+)
+
+
+def completion_logps_and_entropy(
+    model: Any,
+    input_ids,
+    attention_mask,
+    logits_to_keep: int,
+    temperature: float = 1.0,
+    entropy_requires_grad: bool = False,
+):
+    """Per-token log-probabilities of the last ``logits_to_keep`` tokens of each row of ``input_ids``
+    under the causal LM ``model`` (a transformers model, or a PEFT model around one), and the
+    entropy of each of those next-token distributions, both at ``temperature``.
+
+    The decoder runs in the model's dtype; the LM head is applied in float32 to the completion
+    positions only (one ``(tokens, hidden) x (hidden, vocab)`` product), so no logit is rounded to
+    bfloat16. Written here because TRL's fused LM head (``trl.trainer.utils.add_fused_lm_head``),
+    built to avoid materializing the logits on a GPU, runs its tiles as many small float32 torch
+    operations without Triton: on the 2-core CPU its backward took 13.8 s of a 16 s backward for
+    8 completions (benchmarks/bench_grpo_step.py). Here the logits of a micro-batch are
+    materialized (8 x 128 x 49,152 float32 = 200 MB for SmolLM2), which a CPU's memory holds.
+
+    >>> import torch
+    >>> from transformers import LlamaConfig, LlamaForCausalLM
+    >>> torch.manual_seed(0) and None
+    >>> m = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32,
+    ...     num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2)).eval()
+    >>> ids = torch.randint(0, 32, (2, 6))
+    >>> logps, ent = completion_logps_and_entropy(m, ids, torch.ones_like(ids), 3)
+    >>> ref = m(ids).logits[:, -4:-1].float().log_softmax(-1).gather(-1, ids[:, -3:, None])[..., 0]
+    >>> bool(torch.allclose(logps, ref, atol=1e-5)), tuple(ent.shape)
+    (True, (2, 3))
+    """
+    import torch
+
+    lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+    decoder, head = lm.get_decoder(), lm.get_output_embeddings()
+    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    hidden = hidden[:, -logits_to_keep - 1 : -1]
+    bias = head.bias.float() if getattr(head, "bias", None) is not None else None
+    logits = torch.nn.functional.linear(hidden.float(), head.weight.float(), bias)
+    if temperature != 1.0:
+        logits = logits / temperature
+    logp_all = logits.log_softmax(-1)
+    targets = input_ids[:, -logits_to_keep:]
+    logps = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    with torch.set_grad_enabled(entropy_requires_grad and torch.is_grad_enabled()):
+        entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logps, entropy
+
+
 def _trainer_class():
     from trl import GRPOTrainer
 
@@ -53,12 +118,15 @@ def _trainer_class():
             shared_prompt_prefill: bool = True,
             end_after_code_block: bool = True,
             skip_zero_variance_groups: bool = True,
+            cpu_logprobs: bool = True,
+            sample_without_dropout: bool = False,
             **kwargs,
         ):
             super().__init__(*args, **kwargs)
             self.skip_zero_variance_groups = skip_zero_variance_groups
+            self.cpu_logprobs = cpu_logprobs
             if shared_prompt_prefill and not getattr(self.args, "use_vllm", False):
-                install_prefix_generate(self.model, self.processing_class, end_after_code_block)
+                install_prefix_generate(self.model, self.processing_class, end_after_code_block, sample_without_dropout)
 
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
@@ -92,6 +160,58 @@ def _trainer_class():
             mask = kept["completion_mask"] if "tool_mask" not in kept else kept["completion_mask"] * kept["tool_mask"]
             kept["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
             return kept
+
+        def _get_per_token_logps_and_entropies(
+            self,
+            model,
+            input_ids,
+            attention_mask,
+            logits_to_keep,
+            batch_size=None,
+            compute_entropy=False,
+            compute_aux_loss=False,
+            **multimodal,
+        ):
+            """TRL's method, with :func:`completion_logps_and_entropy` on a CPU for a text-only model
+            that is not wrapped for distributed training (DDP's gradient hooks need its own forward);
+            TRL's own everywhere else."""
+            if (
+                not self.cpu_logprobs
+                or input_ids.device.type != "cpu"
+                or compute_aux_loss
+                or any(multimodal.get(k) is not None for k in _MULTIMODAL)
+                or self.accelerator.unwrap_model(model) is not model
+            ):
+                return super()._get_per_token_logps_and_entropies(
+                    model,
+                    input_ids,
+                    attention_mask,
+                    logits_to_keep,
+                    batch_size=batch_size,
+                    compute_entropy=compute_entropy,
+                    compute_aux_loss=compute_aux_loss,
+                    **multimodal,
+                )
+            import torch
+
+            entropy_grad = bool(getattr(self.args, "entropy_coef", 0.0)) or bool(
+                getattr(self.args, "use_adaptive_entropy", False)
+            )
+            size = batch_size or input_ids.size(0)
+            logps, entropies = [], []
+            for start in range(0, input_ids.size(0), size):
+                with self.accelerator.autocast():
+                    lp, ent = completion_logps_and_entropy(
+                        model,
+                        input_ids[start : start + size],
+                        attention_mask[start : start + size],
+                        logits_to_keep,
+                        temperature=self.temperature,
+                        entropy_requires_grad=entropy_grad,
+                    )
+                logps.append(lp)
+                entropies.append(ent)
+            return torch.cat(logps), (torch.cat(entropies) if compute_entropy else None), None
 
         def _generate(self, prompts: list):
             start = time.perf_counter()
@@ -127,12 +247,16 @@ def build_grpo_trainer(
     shared_prompt_prefill: bool = True,
     end_after_code_block: bool = True,
     skip_zero_variance_groups: bool = True,
+    cpu_logprobs: bool = True,
+    sample_without_dropout: bool = False,
 ):
     """A GRPO trainer on ``rows`` with the rubric rewards (or ``reward_funcs``, e.g. a sparse
     reward) and, when ``lora`` is given, a PEFT LoRA adapter (keys of ``peft.LoraConfig``).
     ``shared_prompt_prefill``: pre-fill each prompt once per group; ``end_after_code_block``:
     end completions after their code block (``generation.py``); ``skip_zero_variance_groups``:
-    drop all-equal groups from the loss (module docstring)."""
+    drop all-equal groups from the loss (module docstring); ``cpu_logprobs``: on a CPU, compute
+    the policy's log-probabilities with :func:`completion_logps_and_entropy` (False: TRL's kernel);
+    ``sample_without_dropout``: sample in eval mode (``generation.py``)."""
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -154,6 +278,8 @@ def build_grpo_trainer(
         shared_prompt_prefill=shared_prompt_prefill,
         end_after_code_block=end_after_code_block,
         skip_zero_variance_groups=skip_zero_variance_groups,
+        cpu_logprobs=cpu_logprobs,
+        sample_without_dropout=sample_without_dropout,
     )
     quiet_progress(trainer)
     return trainer

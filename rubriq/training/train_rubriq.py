@@ -205,6 +205,8 @@ def build(
         shared_prompt_prefill=settings.shared_prompt_prefill,
         end_after_code_block=settings.end_after_code_block,
         skip_zero_variance_groups=settings.skip_zero_variance_groups,
+        cpu_logprobs=settings.cpu_logprobs,
+        sample_without_dropout=settings.sample_without_dropout,
         callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo") + list(callbacks or ()),
     )
     trainer.rubriq_rewards = rewards
