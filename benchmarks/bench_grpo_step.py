@@ -14,7 +14,8 @@ Settings (same model, same prompts, same seed, same sampling):
   log-probabilities from one float32 LM-head product (``grpo.completion_logps_and_entropy``);
 * ``after, 16 per step``: the same with 4 prompts x N = 4 in one generation batch;
 * ``after, 16 per step, sampling without dropout``: the same, sampling in eval mode
-  (``sample_without_dropout``: the LoRA dropout off while generating, on in the update).
+  (``sample_without_dropout``: the LoRA dropout off while generating, on in the update);
+* ``after, 32 per step, sampling without dropout``: the same with 8 prompts x N = 4.
 
 Each runs ``--steps`` GRPO steps; the table gives the mean step time split into generation /
 reward / update, the completion tokens, and the cost **per completion** and per completion
@@ -51,6 +52,14 @@ SETTINGS = {
         "end_after_code_block": True,
         "skip": True,
         "batch": 16,
+        "cpu_logprobs": True,
+        "sample_without_dropout": True,
+    },
+    "after, 32 per step, sampling without dropout": {
+        "precision": "auto",
+        "end_after_code_block": True,
+        "skip": True,
+        "batch": 32,
         "cpu_logprobs": True,
         "sample_without_dropout": True,
     },
