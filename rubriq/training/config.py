@@ -136,7 +136,8 @@ class TrainSettings:
     rubriq/training/grpo.py, tests/test_grpo_step.py)."""
     sample_without_dropout: bool = False
     """GRPO without vLLM: sample completions with the adapter's dropout off (eval mode, as vLLM
-    samples); the update keeps it (rubriq/training/generation.py)."""
+    samples); the update keeps it. Applies with shared_prompt_prefill (the same wrapper of
+    generate; rubriq/training/generation.py)."""
     ppo: dict = field(default_factory=dict)
     """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
 

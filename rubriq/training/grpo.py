@@ -11,7 +11,8 @@ logged as ``rewards/<dim>/mean``.
 ``timing/update_s`` (the rest of TRL's ``step_time``: log-probabilities, backward, optimizer)
 and ``tokens_per_s`` (completion tokens per second of generation); on a CPU it computes the
 policy's log-probabilities with one float32 LM-head product per micro-batch instead of TRL's
-chunked kernel (:func:`completion_logps_and_entropy`, measured ~4x cheaper there); without vLLM, it
+chunked kernel (:func:`completion_logps_and_entropy`; it halved the update in
+benchmarks/bench_grpo_step.py); without vLLM, it
 pre-fills each prompt once for its N completions and ends each completion after its code block
 (``generation.py``); and it drops groups whose rewards are all equal from the update (DAPO's
 dynamic sampling, without the resampling: such a group has zero advantage, so it adds no
@@ -70,8 +71,8 @@ def completion_logps_and_entropy(
     positions only (one ``(tokens, hidden) x (hidden, vocab)`` product), so no logit is rounded to
     bfloat16. Written here because TRL's fused LM head (``trl.trainer.utils.add_fused_lm_head``),
     built to avoid materializing the logits on a GPU, runs its tiles as many small float32 torch
-    operations without Triton: on the 2-core CPU its backward took 13.8 s of a 16 s backward for
-    8 completions (benchmarks/bench_grpo_step.py). Here the logits of a micro-batch are
+    operations without Triton: on the 2-core CPU, in a cProfile of 3 GRPO steps of 8 completions,
+    its backward took 41 of the 48 s of backward (2.5 s with this function). Here the logits of a micro-batch are
     materialized (8 x 128 x 49,152 float32 = 200 MB for SmolLM2), which a CPU's memory holds.
 
     >>> import torch
