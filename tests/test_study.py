@@ -94,6 +94,14 @@ def test_study_runs_every_arm_seed_and_writes_summary_and_plots(study_run):
     ]
     assert len(records) == 2 * len(held_out) and {r["sample"] for r in records} == {0, 1}
     assert "| rubric - none |" in (out / "summary.md").read_text()
+    # the warm-start's fingerprint is the SHA-256 of its weights, recorded by every arm-seed
+    import hashlib
+
+    sha = hashlib.sha256((out / "sft" / "model" / "model.safetensors").read_bytes()).hexdigest()
+    assert json.loads((out / "sft" / "fingerprint.json").read_text())["sha256"] == sha
+    assert done["warm_start_sha256"] == sha
+    assert summary["warm_starts"] == {sha: ["rubric s0", "rubric s1"]}
+    assert f"| {sha[:16]} | rubric s0, rubric s1 |" in (out / "summary.md").read_text()
 
 
 def test_study_resumes_without_redoing_finished_arm_seeds(study_run):
@@ -109,6 +117,44 @@ def test_study_resumes_without_redoing_finished_arm_seeds(study_run):
     assert (tmp / "out" / "arms" / "none" / "seed1" / "done.json").is_file()
     rows = list(csv.DictReader(open(tmp / "out" / "per_step.csv")))
     assert len(rows) == 12
+
+
+def test_workers_run_arm_seeds_in_parallel_processes_with_the_same_results(study_run, tmp_path):
+    """--workers 2: the pending arm-seeds run as two processes of one thread each, logged to
+    OUT/logs/; each gives what the in-process run gave (same evaluations, same training log)."""
+    import shutil
+
+    from rubriq.cli import app
+
+    tmp, config = study_run
+    out = tmp_path / "out"
+    shutil.copytree(tmp / "out", out)
+    for name in ("rubric", "none"):
+        shutil.rmtree(out / "arms" / name / "seed1")
+    result = CliRunner().invoke(app, ["study", "convergence", str(config), "--out", str(out), "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    for name in ("rubric", "none"):
+        log = (out / "logs" / f"{name}_seed1.log").read_text()
+        assert "summary not written" in log, log[-2000:]
+        assert (out / "arms" / name / "seed1" / "done.json").is_file()
+
+    def evals(root, name):
+        rows = [json.loads(x) for x in (root / "arms" / name / "seed1" / "evals.jsonl").read_text().splitlines()]
+        return [{k: v for k, v in r.items() if k != "eval_seconds"} for r in rows]
+
+    assert evals(out, "rubric") == evals(tmp / "out", "rubric")
+    assert evals(out, "none") == evals(tmp / "out", "none")
+    losses = [
+        [
+            json.loads(x).get("loss")
+            for x in (root / "arms" / "rubric" / "seed1" / "metrics.jsonl").read_text().splitlines()
+        ]
+        for root in (out, tmp / "out")
+    ]
+    assert losses[0] == losses[1]
+    assert len(list(csv.DictReader(open(out / "per_step.csv")))) == 12  # the parent wrote the summary
+    result = CliRunner().invoke(app, ["study", "convergence", str(config), "--workers", "0"])
+    assert result.exit_code == 2
 
 
 def test_unknown_arm_and_bad_settings_are_clear_errors(tmp_path):

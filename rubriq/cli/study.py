@@ -27,6 +27,14 @@ def study_convergence(
     arm: list[str] | None = typer.Option(None, metavar="NAME", help="Run only this arm (repeatable)."),
     seed: list[int] | None = typer.Option(None, metavar="N", help="Run only this seed (repeatable)."),
     summary_only: bool = typer.Option(False, "--summary-only", help="Rewrite the summary from finished arm-seeds."),
+    workers: int = typer.Option(
+        1, min=1, metavar="N", help="Run the pending arm-seeds N at a time, one process each (CPUs / N threads each)."
+    ),
+    no_summary: bool = typer.Option(
+        False,
+        "--no-summary",
+        help="Do not write the summary (what the --workers processes do); finish with --summary-only.",
+    ),
 ) -> None:
     """Rubric vs gated rubric vs sparse reward vs no RL from one warm-start, over seeds, evaluated on
     held-out targets by sampling. Resumable: finished arm-seeds are skipped."""
@@ -42,6 +50,15 @@ def study_convergence(
             report = convergence.write_summary(folder, study, n)
         else:
             report = convergence.run(
-                config, out, arm or None, seed or None, progress=lambda m: console.print(f"study: {m}", markup=False)
+                config,
+                out,
+                arm or None,
+                seed or None,
+                progress=lambda m: console.print(f"study: {m}", markup=False),
+                workers=workers,
+                summary=not no_summary,
             )
-    console.print(f"summary: {report}", markup=False)
+    if no_summary and not summary_only:
+        console.print(f"done; summary not written (rubriq study convergence {config} --summary-only)", markup=False)
+    else:
+        console.print(f"summary: {report}", markup=False)

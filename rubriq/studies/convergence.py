@@ -22,10 +22,12 @@ Everything is written as it goes, so a stopped study loses at most one arm-seed
 (a finished arm-seed has ``done.json`` and is skipped; an unfinished one is restarted)::
 
     OUT/data/                 the prompt splits            OUT/sft/model/   the warm-start
+    OUT/sft/fingerprint.json  SHA-256 of its weights (each done.json records the one it used)
     OUT/step0/seedS.json      the shared step-0 evaluation
     OUT/arms/ARM/seedS/       metrics.jsonl (training log), evals.jsonl (one line per
                               evaluation), records_stepN.jsonl (scored samples), done.json
     OUT/per_step.csv  OUT/summary.json  OUT/summary.md  OUT/curves.png  OUT/training.png
+    OUT/logs/ARM_seedS.log    each arm-seed's output when run with ``workers > 1``
 
 Means over seeds carry 95% t-intervals (:func:`mean_ci`); time-to-target is the first
 evaluated step at which the held-out ``primary_metric`` reaches ``target_value`` (by default the
@@ -337,7 +339,8 @@ def _prepare(study: StudySettings, out: Path):
     if not eval_rows:
         raise ConfigError(f"the {study.split!r} split of {out / 'data'} is empty: nothing held out to evaluate on")
     sft_model = out / "sft" / "model"
-    if not (sft_model / "config.json").is_file():
+    trained = not (sft_model / "config.json").is_file()
+    if trained:
         tokenizer, model = load_base(settings)
         if settings.sft.enabled:
             log.info("SFT warm-start on %d training prompts", len(train_rows))
@@ -345,12 +348,44 @@ def _prepare(study: StudySettings, out: Path):
         else:
             model.save_pretrained(sft_model)
             tokenizer.save_pretrained(sft_model)
+    warm_start_fingerprint(out, trained_here=trained)
     tokenizer = load_tokenizer(settings.model.name_or_path)
 
     def load_sft():
         return to_policy_precision(load_model(str(sft_model)), settings.model.precision)
 
     return settings, tokenizer, train_rows, eval_rows, load_sft
+
+
+def warm_start_fingerprint(out: Path, trained_here: bool = False) -> dict:
+    """``OUT/sft/fingerprint.json``: the SHA-256 of the warm-start's weights and the CPU that
+    trained it (written once).  Every finished arm-seed records the hash (``done.json``), so a
+    study whose warm-start was rebuilt (a new machine: SFT in bfloat16 is not bitwise equal
+    across CPUs) says which arm-seeds trained from which; the summary lists them."""
+    import hashlib
+    import platform
+
+    path = out / "sft" / "fingerprint.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    digest = hashlib.sha256()
+    for weights in sorted((out / "sft" / "model").glob("*.safetensors")):
+        with open(weights, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 24), b""):
+                digest.update(chunk)
+    cpu = platform.processor() or platform.machine()
+    try:
+        names = [x for x in Path("/proc/cpuinfo").read_text().splitlines() if x.startswith("model name")]
+        cpu = names[0].split(":", 1)[1].strip() if names else cpu
+    except OSError:
+        pass
+    info = {
+        "sha256": digest.hexdigest(),
+        "trained_on": cpu if trained_here else None,  # None: the model was there before the fingerprint
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    path.write_text(json.dumps(info, indent=2))
+    return info
 
 
 def arm_reward_values(results: list, arm: ArmSettings, scorer_for_arm) -> list[float]:
@@ -593,6 +628,7 @@ def run_arm(
     result = {
         "arm": name,
         "seed": seed,
+        "warm_start_sha256": warm_start_fingerprint(out)["sha256"],
         "seconds": time.perf_counter() - start,
         "simulations": simulations,
         "steps": study.steps if arm.reward != "none" else 0,
@@ -607,16 +643,23 @@ def run(
     arms: list[str] | None = None,
     seeds: list[int] | None = None,
     progress=None,
+    workers: int = 1,
+    summary: bool = True,
 ) -> Path:
     """Run (or resume) the study of ``config``; write and return the path of ``summary.md``.
 
     ``arms`` / ``seeds`` restrict this invocation (the summary covers whatever is done);
-    ``progress(message)`` is called between arm-seeds."""
+    ``progress(message)`` is called between arm-seeds.  ``workers > 1`` runs the pending
+    arm-seeds that many at a time, each in its own process with ``cpus // workers`` threads
+    (:func:`run_parallel`); ``summary=False`` leaves the summary to the caller (what those
+    processes do, so that they never write it at the same time)."""
     study = StudySettings.from_yaml(config)
     out = Path(out or study.output_dir)
     unknown = sorted(set(arms or ()) - set(study.arms))
     if unknown:
         raise ConfigError(f"unknown arm(s) {unknown}; this study has {sorted(study.arms)}")
+    if workers < 1:
+        raise ConfigError(f"workers must be >= 1, got {workers}")
     out.mkdir(parents=True, exist_ok=True)
     (out / "study.json").write_text(json.dumps(dataclasses.asdict(study), indent=2, default=str))
     settings, tokenizer, train_rows, eval_rows, load_sft = _prepare(study, out)
@@ -624,14 +667,73 @@ def run(
     evaluate = _Evaluator(study, settings, tokenizer, eval_rows)
     sample = train_sample(study, train_rows)
     train_evaluate = _Evaluator(study, settings, tokenizer, sample, split="train") if sample else None
-    for seed in seeds or study.seeds:
-        for name in arms or study.arms:
-            if progress:
-                progress(f"arm {name}, seed {seed}")
-            result = run_arm(study, name, seed, settings, tokenizer, evaluate, load_sft, out, train_evaluate)
-            log.info("arm %s seed %d: %.0f s", name, seed, result["seconds"])
+    pending = [
+        (name, seed)
+        for seed in seeds or study.seeds
+        for name in arms or study.arms
+        if not (out / "arms" / name / f"seed{seed}" / "done.json").is_file()
+    ]
+    if workers > 1 and len(pending) > 1:
+        # what every arm-seed of a seed shares is computed here, once, before the processes start
+        for seed in sorted({s for _, s in pending}):
+            for ev in (e for e in (evaluate, train_evaluate) if e is not None):
+                _step0(study, ev, load_sft, out, seed)
+        run_parallel(config, out, pending, workers, progress)
+        return write_summary(out, study, len(eval_rows))
+    for name, seed in pending:
+        if progress:
+            progress(f"arm {name}, seed {seed}")
+        result = run_arm(study, name, seed, settings, tokenizer, evaluate, load_sft, out, train_evaluate)
+        log.info("arm %s seed %d: %.0f s", name, seed, result["seconds"])
+        if summary:
             write_summary(out, study, len(eval_rows))  # results as they come
+    if not summary:
+        return out / "summary.md"
     return write_summary(out, study, len(eval_rows))
+
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def run_parallel(config: str | Path, out: Path, pending: list[tuple[str, int]], workers: int, progress=None) -> None:
+    """Run the (arm, seed) pairs of ``pending`` ``workers`` at a time, each as its own
+    ``rubriq study convergence --arm A --seed S --no-summary`` process with ``cpus // workers``
+    threads (the thread variables of :data:`THREAD_VARIABLES`), its output in
+    ``OUT/logs/ARM_seedS.log``.  On a small CPU this is faster than one arm-seed after another:
+    sampling a 135M model is not compute-bound, so two one-thread processes each generate
+    nearly as fast as one two-thread process (docs/studies.md).  A failed arm-seed does not stop
+    the others; the call then raises, naming each failure and its log."""
+    import os
+    import subprocess
+    import sys
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    threads = max(1, cpus // workers)
+    env = {**os.environ, **{v: str(threads) for v in THREAD_VARIABLES}}
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    queue, failed = list(pending), []
+    running: list[tuple[Any, str, int, Path]] = []
+    while queue or running:
+        while queue and len(running) < workers:
+            name, seed = queue.pop(0)
+            log_path = out / "logs" / f"{name}_seed{seed}.log"
+            cmd = [sys.executable, "-m", "rubriq.cli", "study", "convergence", str(config), "--out", str(out)]
+            cmd += ["--arm", name, "--seed", str(seed), "--no-summary"]
+            if progress:
+                progress(f"arm {name}, seed {seed} ({threads} thread(s); log {log_path})")
+            with open(log_path, "w", encoding="utf-8") as fh:
+                proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)  # noqa: S603 (our own CLI)
+            running.append((proc, name, seed, log_path))
+        time.sleep(0.2)
+        for item in [r for r in running if r[0].poll() is not None]:
+            running.remove(item)
+            proc, name, seed, log_path = item
+            if proc.returncode:
+                failed.append(f"{name} seed {seed} (exit {proc.returncode}; see {log_path})")
+            else:
+                log.info("arm %s seed %d: done (%s)", name, seed, log_path)
+    if failed:
+        raise RuntimeError("arm-seeds failed: " + "; ".join(failed))
 
 
 # -- aggregation ----------------------------------------------------------------------------------
@@ -857,6 +959,7 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
         "filter": {k: v for k, v in (filtered or {}).items() if k != "kept"},
         "correlations": corr,
         **agg,
+        "warm_starts": warm_starts(out, study),
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     from rubriq.studies import plots
@@ -865,12 +968,32 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
     if any(a["train_per_step"] for a in agg["arms"].values()):
         plots.curves(agg, out / "train_curves.png", study, key="train_per_step")
     plots.training(out, study, out / "training.png")
-    (out / "summary.md").write_text(summary_markdown(study, agg, corr, filtered, eval_prompts, train_prompts))
+    text = summary_markdown(study, agg, corr, filtered, eval_prompts, train_prompts, summary["warm_starts"])
+    (out / "summary.md").write_text(text)
     return out / "summary.md"
 
 
+def warm_starts(out: Path, study: StudySettings) -> dict[str, list[str]]:
+    """Finished trained arm-seeds ("ARM sS") by the SHA-256 of the warm-start they trained from
+    (``done.json``; "not recorded" for arm-seeds that ran before the field existed)."""
+    found: dict[str, list[str]] = {}
+    for name, arm in study.arms.items():
+        if arm.reward == "none":
+            continue
+        for seed, arm_dir in finished_arm_seeds(out, study, name):
+            sha = json.loads((arm_dir / "done.json").read_text()).get("warm_start_sha256") or "not recorded"
+            found.setdefault(sha, []).append(f"{name} s{seed}")
+    return found
+
+
 def summary_markdown(
-    study: StudySettings, agg: dict, corr: dict, filtered, eval_prompts: int, train_prompts: int
+    study: StudySettings,
+    agg: dict,
+    corr: dict,
+    filtered,
+    eval_prompts: int,
+    train_prompts: int,
+    starts: dict[str, list[str]] | None = None,
 ) -> str:
     """The study's tables (summary.md)."""
     k, last, metric = study.samples, agg["final_step"], study.primary_metric
@@ -1057,6 +1180,9 @@ def summary_markdown(
             ],
             table,
         )
+    if starts:
+        lines += ["", "## Warm-starts (SHA-256 of the SFT weights each trained arm-seed started from)", ""]
+        lines += markdown_table(["warm-start", "arm-seeds"], [[sha[:16], ", ".join(v)] for sha, v in starts.items()])
     lines += ["", "![held-out curves](curves.png)", ""]
     if train_prompts:
         lines += ["![training-prompt curves](train_curves.png)", ""]
