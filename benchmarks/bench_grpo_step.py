@@ -15,7 +15,12 @@ Settings (same model, same prompts, same seed, same sampling):
 * ``after, 16 per step``: the same with 4 prompts x N = 4 in one generation batch;
 * ``after, 16 per step, sampling without dropout``: the same, sampling in eval mode
   (``sample_without_dropout``: the LoRA dropout off while generating, on in the update);
-* ``after, 32 per step, sampling without dropout``: the same with 8 prompts x N = 4.
+* ``after, 32 per step, sampling without dropout``: the same with 8 prompts x N = 4;
+* ``..., 2 sampling processes``: the 16 and 32 per step settings sampling in two forked
+  processes of CPUs / 2 threads each (``generation_workers: 2``, ``generation.GenerationPool``),
+  the update in this process with every thread.
+
+``--settings NAME [NAME ...]`` runs only those (``before`` always runs first: the baseline).
 
 Each runs ``--steps`` GRPO steps; the table gives the mean step time split into generation /
 reward / update, the completion tokens, and the cost **per completion** and per completion
@@ -62,6 +67,24 @@ SETTINGS = {
         "batch": 32,
         "cpu_logprobs": True,
         "sample_without_dropout": True,
+    },
+    "after, 16 per step, sampling without dropout, 2 sampling processes": {
+        "precision": "auto",
+        "end_after_code_block": True,
+        "skip": True,
+        "batch": 16,
+        "cpu_logprobs": True,
+        "sample_without_dropout": True,
+        "generation_workers": 2,
+    },
+    "after, 32 per step, sampling without dropout, 2 sampling processes": {
+        "precision": "auto",
+        "end_after_code_block": True,
+        "skip": True,
+        "batch": 32,
+        "cpu_logprobs": True,
+        "sample_without_dropout": True,
+        "generation_workers": 2,
     },
 }
 
@@ -111,6 +134,7 @@ def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) ->
         skip_zero_variance_groups=s["skip"],
         cpu_logprobs=s.get("cpu_logprobs", True),
         sample_without_dropout=s.get("sample_without_dropout", False),
+        generation_workers=s.get("generation_workers", 0),
     )
     trainer.train()
     logs = [x for x in trainer.state.log_history if "step_time" in x]
@@ -176,13 +200,16 @@ def main() -> int:
     default_model = learning / "sft" / "model" if (learning / "sft" / "model").is_dir() else quick
     parser.add_argument("--model", default=str(default_model))
     parser.add_argument("--data", default=str(learning / "data") if (learning / "data").is_dir() else None)
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), metavar="NAME", help="run only these")
     args = parser.parse_args()
     from rubriq.training.models import cpu_bf16_units
+
+    names = ["before", *(n for n in (args.settings or SETTINGS) if n != "before")]
 
     rows = _rows(args.data)
     with tempfile.TemporaryDirectory() as tmp:
         results = []
-        for name in SETTINGS:
+        for name in names:
             results.append(run(name, args.model, rows, args.steps, Path(tmp)))
             print(f"{name}: {results[-1]}", flush=True)  # progress: a long run shows each setting as it ends
     lp = logprob_difference(args.model, rows)
