@@ -15,10 +15,7 @@ Settings (same model, same prompts, same seed, same sampling):
 * ``after, 16 per step``: the same with 4 prompts x N = 4 in one generation batch;
 * ``after, 16 per step, sampling without dropout``: the same, sampling in eval mode
   (``sample_without_dropout``: the LoRA dropout off while generating, on in the update);
-* ``after, 32 per step, sampling without dropout``: the same with 8 prompts x N = 4;
-* ``..., 2 sampling processes``: the 16 and 32 per step settings sampling in two forked
-  processes of CPUs / 2 threads each (``generation_workers: 2``, ``generation.GenerationPool``),
-  the update in this process with every thread.
+* ``after, 32 per step, sampling without dropout``: the same with 8 prompts x N = 4.
 
 ``--settings NAME [NAME ...]`` runs only those (``before`` always runs first: the baseline).
 
@@ -68,24 +65,6 @@ SETTINGS = {
         "cpu_logprobs": True,
         "sample_without_dropout": True,
     },
-    "after, 16 per step, sampling without dropout, 2 sampling processes": {
-        "precision": "auto",
-        "end_after_code_block": True,
-        "skip": True,
-        "batch": 16,
-        "cpu_logprobs": True,
-        "sample_without_dropout": True,
-        "generation_workers": 2,
-    },
-    "after, 32 per step, sampling without dropout, 2 sampling processes": {
-        "precision": "auto",
-        "end_after_code_block": True,
-        "skip": True,
-        "batch": 32,
-        "cpu_logprobs": True,
-        "sample_without_dropout": True,
-        "generation_workers": 2,
-    },
 }
 
 
@@ -134,7 +113,6 @@ def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) ->
         skip_zero_variance_groups=s["skip"],
         cpu_logprobs=s.get("cpu_logprobs", True),
         sample_without_dropout=s.get("sample_without_dropout", False),
-        generation_workers=s.get("generation_workers", 0),
     )
     trainer.train()
     logs = [x for x in trainer.state.log_history if "step_time" in x]

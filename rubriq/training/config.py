@@ -138,11 +138,6 @@ class TrainSettings:
     """GRPO without vLLM: sample completions with the adapter's dropout off (eval mode, as vLLM
     samples); the update keeps it. Applies with shared_prompt_prefill (the same wrapper of
     generate; rubriq/training/generation.py)."""
-    generation_workers: int = 0
-    """GRPO on a CPU without vLLM: sample each batch in this many forked processes (whole prompt
-    groups each, CPUs / N threads each, the LoRA weights in shared memory) while the update
-    keeps every thread; 0: sample in the training process. On 2 cores, 2 measured 1.66x faster
-    sampling (docs/training.md). Needs shared_prompt_prefill; one training process only."""
     ppo: dict = field(default_factory=dict)
     """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
 

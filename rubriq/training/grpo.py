@@ -27,7 +27,7 @@ import time
 from typing import Any
 
 from rubriq.training.callbacks import quiet_progress
-from rubriq.training.generation import close_generation_pool, install_prefix_generate
+from rubriq.training.generation import install_prefix_generate
 from rubriq.training.rewards import RubricRewards
 
 
@@ -121,32 +121,13 @@ def _trainer_class():
             skip_zero_variance_groups: bool = True,
             cpu_logprobs: bool = True,
             sample_without_dropout: bool = False,
-            generation_workers: int = 0,
             **kwargs,
         ):
             super().__init__(*args, **kwargs)
             self.skip_zero_variance_groups = skip_zero_variance_groups
             self.cpu_logprobs = cpu_logprobs
-            if generation_workers:
-                if getattr(self.args, "use_vllm", False) or not shared_prompt_prefill:
-                    raise ValueError(
-                        "generation_workers samples through RubriQ's generate wrapper: it needs shared_prompt_prefill and no vLLM"
-                    )
-                if self.accelerator.device.type != "cpu" or self.accelerator.num_processes > 1:
-                    raise ValueError(
-                        f"generation_workers forks CPU processes to sample; this run is on {self.accelerator.device} "
-                        f"with {self.accelerator.num_processes} process(es): set it to 0 (GPUs sample in one process, or with vLLM)"
-                    )
             if shared_prompt_prefill and not getattr(self.args, "use_vllm", False):
-                install_prefix_generate(
-                    self.model, self.processing_class, end_after_code_block, sample_without_dropout, generation_workers
-                )
-
-        def train(self, *args, **kwargs):
-            try:
-                return super().train(*args, **kwargs)
-            finally:
-                close_generation_pool(self.model)  # idle sampling processes hold memory
+                install_prefix_generate(self.model, self.processing_class, end_after_code_block, sample_without_dropout)
 
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
@@ -269,7 +250,6 @@ def build_grpo_trainer(
     skip_zero_variance_groups: bool = True,
     cpu_logprobs: bool = True,
     sample_without_dropout: bool = False,
-    generation_workers: int = 0,
 ):
     """A GRPO trainer on ``rows`` with the rubric rewards (or ``reward_funcs``, e.g. a sparse
     reward) and, when ``lora`` is given, a PEFT LoRA adapter (keys of ``peft.LoraConfig``).
@@ -277,8 +257,7 @@ def build_grpo_trainer(
     end completions after their code block (``generation.py``); ``skip_zero_variance_groups``:
     drop all-equal groups from the loss (module docstring); ``cpu_logprobs``: on a CPU, compute
     the policy's log-probabilities with :func:`completion_logps_and_entropy` (False: TRL's kernel);
-    ``sample_without_dropout``: sample in eval mode; ``generation_workers``: sample in that many
-    forked CPU processes (``generation.py``, :class:`~rubriq.training.generation.GenerationPool`)."""
+    ``sample_without_dropout``: sample in eval mode (``generation.py``)."""
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -302,7 +281,6 @@ def build_grpo_trainer(
         skip_zero_variance_groups=skip_zero_variance_groups,
         cpu_logprobs=cpu_logprobs,
         sample_without_dropout=sample_without_dropout,
-        generation_workers=generation_workers,
     )
     quiet_progress(trainer)
     return trainer

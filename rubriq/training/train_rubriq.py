@@ -207,7 +207,6 @@ def build(
         skip_zero_variance_groups=settings.skip_zero_variance_groups,
         cpu_logprobs=settings.cpu_logprobs,
         sample_without_dropout=settings.sample_without_dropout,
-        generation_workers=settings.generation_workers,
         callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo") + list(callbacks or ()),
     )
     trainer.rubriq_rewards = rewards
