@@ -157,6 +157,26 @@ def test_workers_run_arm_seeds_in_parallel_processes_with_the_same_results(study
     assert result.exit_code == 2
 
 
+def test_an_interrupted_parallel_study_stops_its_processes(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from rubriq.studies import convergence
+
+    started = []
+
+    def interrupted(config, out, queue, running, *args, **kwargs):
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        started.append(proc)
+        running.append((proc, "rubric", 0, tmp_path / "log"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(convergence, "_run_queue", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        convergence.run_parallel(tmp_path / "study.yaml", tmp_path, [("rubric", 0), ("none", 0)], 2)
+    assert started and started[0].poll() is not None  # terminated, not left running
+
+
 def test_unknown_arm_and_bad_settings_are_clear_errors(tmp_path):
     from rubriq.cli import app
 
