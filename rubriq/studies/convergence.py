@@ -360,8 +360,8 @@ def _prepare(study: StudySettings, out: Path):
 def warm_start_fingerprint(out: Path, trained_here: bool = False) -> dict:
     """``OUT/sft/fingerprint.json``: the SHA-256 of the warm-start's weights and the CPU that
     trained it (written once).  Every finished arm-seed records the hash (``done.json``), so a
-    study whose warm-start was rebuilt (a new machine: SFT in bfloat16 is not bitwise equal
-    across CPUs) says which arm-seeds trained from which; the summary lists them."""
+    study whose warm-start was rebuilt (a new machine: bf16 training on another CPU need not
+    give the same weights) says which arm-seeds trained from which; the summary lists them."""
     import hashlib
     import platform
 
