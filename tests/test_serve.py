@@ -355,32 +355,91 @@ def test_identical_items_of_concurrent_requests_are_scored_once():
         service.close()
 
 
-def test_a_request_that_joins_an_item_given_up_by_another_still_gets_it_scored():
-    """Request A is the only one waiting for a slow item and is cancelled; request B asks for the
-    same item in the same turn of the event loop, before A's cancellation has finished. B was not
-    cancelled: it gets the item scored. (A shared item's CancelledError reaching a request that was
-    not cancelled escaped every handler as a BaseException and became uvicorn's bare 500 three times
-    in a fresh-clone suite; the service now never hands a given-up item to a new request and scores
-    it again when a shared one was cancelled under it. This test guards the scenario; it did not
-    reproduce that run's failure on the old code.)"""
+class _HeldScorer:
+    """A scorer whose items finish only when the test says so: ``submit`` hands out a pending
+    future per call (recorded in ``submitted``), so the order of events in a test does not hang
+    on how fast the machine runs a slow item. ``on_cancel`` runs when the service cancels one
+    of them (it gave the item up)."""
+
+    workers = 1
+
+    def __init__(self) -> None:
+        self.submitted: list = []
+        self.on_cancel = lambda: None
+
+    def submit(self, completion, spec, config=None):
+        import concurrent.futures
+
+        scorer = self
+
+        class Held(concurrent.futures.Future):
+            def cancel(self) -> bool:
+                cancelled = super().cancel()
+                scorer.on_cancel()
+                return cancelled
+
+        future = Held()
+        self.submitted.append(future)
+        return future
+
+    def close(self) -> None:
+        self.on_cancel = lambda: None
+        for future in self.submitted:
+            future.cancel()
+
+
+@pytest.mark.parametrize("when", ["while A is being cancelled", "once A has given the item up"])
+def test_a_request_that_joins_an_item_given_up_by_another_still_gets_it_scored(when):
+    """Request A is the only one waiting for an item and is cancelled; request B asks for the
+    same item (a) in the turn A is cancelled, so B joins A's scoring before A lets go of it, or
+    (b) at the moment the service cancels A's given-up scoring, which is then still listed as
+    the item's scoring. B was not cancelled: in (a) it is answered by the scoring it shares, in
+    (b) by a scoring of its own; a cancelled scoring never answers it. (Handing B the cancelled
+    one let its CancelledError escape every handler as a BaseException: three bare 500s in a
+    fresh-clone suite. The service has two guards, either enough: ``_hold`` never hands out a
+    given-up or cancelled scoring, and ``score`` scores again an item whose shared scoring was
+    cancelled under it; with both removed, (b) fails with CancelledError.) The scorer is held
+    by the test, so nothing depends on how long a real item takes: with a real slow item, a fast
+    machine once finished it inside the test's 0.2 s wait and A was answered, not cancelled."""
     import asyncio
 
     service, request = _service_and_request()
-
-    slow = slow_item(3_000_000, "given up")
+    service.scorer.close()
+    scorer = service.scorer = _HeldScorer()
+    answer = {"fidelity": 1.0, "note": "scored for B"}
+    started: list = []
 
     async def main():
-        a = asyncio.ensure_future(service.score(request(slow)))
-        await asyncio.sleep(0.2)  # a holds the item, its scoring has started
+        a = asyncio.ensure_future(service.score(request(QFT2_QASM)))
+        for _ in range(1000):  # A holds the item and its scoring has started
+            if scorer.submitted:
+                break
+            await asyncio.sleep(0)
+        assert scorer.submitted, "A's item was never submitted to the scorer"
+        if when == "once A has given the item up":
+            scorer.on_cancel = lambda: started.append(asyncio.ensure_future(service.score(request(QFT2_QASM))))
         a.cancel()
-        b = asyncio.ensure_future(service.score(request(slow)))  # same turn: a's task is still cancelling
+        if when == "while A is being cancelled":
+            started.append(asyncio.ensure_future(service.score(request(QFT2_QASM))))
         with pytest.raises(asyncio.CancelledError):
             await a
-        return await b
+        assert len(started) == 1, "B was not started"
+        (b,) = started
+        for _ in range(1000):  # finish every scoring still live; a cancelled one never answers
+            if b.done():
+                break
+            for future in scorer.submitted:
+                if not future.done():
+                    future.set_result(answer)
+            await asyncio.sleep(0.01)
+        return b.result()
 
     try:
-        (answer,) = asyncio.run(main())
-        assert not differences(answer, reference(slow, QFT2))
+        assert asyncio.run(main()) == [answer]
+        if when == "while A is being cancelled":
+            assert len(scorer.submitted) == 1 and not scorer.submitted[0].cancelled()  # shared
+        else:
+            assert len(scorer.submitted) == 2 and scorer.submitted[0].cancelled()  # scored again
     finally:
         service.close()
 
