@@ -104,6 +104,30 @@ def test_study_runs_every_arm_seed_and_writes_summary_and_plots(study_run):
     assert f"| {sha[:16]} | rubric s0, rubric s1 |" in (out / "summary.md").read_text()
 
 
+def test_a_rebuilt_warm_start_gets_its_own_fingerprint(tmp_path, caplog):
+    """A run folder restored from committed results keeps their fingerprint.json while it has no
+    weights; once a warm-start is rebuilt there, the fingerprint names the new weights (the old
+    file was kept, and arm-seeds of a new warm-start recorded the old one's hash)."""
+    import hashlib
+    import logging
+
+    from rubriq.studies.convergence import warm_start_fingerprint
+
+    sft = tmp_path / "sft"
+    sft.mkdir()
+    old = {"sha256": "789d" + "0" * 60, "trained_on": None, "written": "2026-12-02T05:07:20+0000"}
+    (sft / "fingerprint.json").write_text(json.dumps(old))
+    assert warm_start_fingerprint(tmp_path) == old  # committed results: no weights, nothing to check
+    (sft / "model").mkdir()
+    (sft / "model" / "model.safetensors").write_bytes(b"rebuilt weights")
+    with caplog.at_level(logging.WARNING, logger="rubriq.studies.convergence"):
+        new = warm_start_fingerprint(tmp_path, trained_here=True)
+    assert new["sha256"] == hashlib.sha256(b"rebuilt weights").hexdigest() != old["sha256"]
+    assert new["trained_on"] and "rebuilt" in caplog.text
+    assert json.loads((sft / "fingerprint.json").read_text()) == new
+    assert warm_start_fingerprint(tmp_path) == new  # the same weights: the file is kept as it is
+
+
 def test_study_resumes_without_redoing_finished_arm_seeds(study_run):
     from rubriq.cli import app
 

@@ -359,20 +359,36 @@ def _prepare(study: StudySettings, out: Path):
 
 def warm_start_fingerprint(out: Path, trained_here: bool = False) -> dict:
     """``OUT/sft/fingerprint.json``: the SHA-256 of the warm-start's weights and the CPU that
-    trained it (written once).  Every finished arm-seed records the hash (``done.json``), so a
-    study whose warm-start was rebuilt (a new machine: bf16 training on another CPU need not
-    give the same weights) says which arm-seeds trained from which; the summary lists them."""
+    trained it.  Every finished arm-seed records the hash (``done.json``), so a study whose
+    warm-start was rebuilt (a new machine: bf16 training on another CPU need not give the same
+    weights) says which arm-seeds trained from which; the summary lists them.  The recorded
+    file is kept only while it names the weights in ``OUT/sft/model`` (or no weights are
+    there, as in committed results): a run folder restored from results and given a rebuilt
+    warm-start gets the new model's fingerprint, with a warning, not the old one's."""
     import hashlib
     import platform
 
     path = out / "sft" / "fingerprint.json"
-    if path.is_file():
-        return json.loads(path.read_text())
+    weights = sorted((out / "sft" / "model").glob("*.safetensors"))
+    recorded = json.loads(path.read_text()) if path.is_file() else None
+    if recorded is not None and not weights:
+        return recorded
     digest = hashlib.sha256()
-    for weights in sorted((out / "sft" / "model").glob("*.safetensors")):
-        with open(weights, "rb") as fh:
+    for file in weights:
+        with open(file, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 24), b""):
                 digest.update(chunk)
+    if recorded is not None:
+        if recorded.get("sha256") == digest.hexdigest():
+            return recorded
+        log.warning(
+            "%s names warm-start %s, but the weights in %s are %s (the warm-start was rebuilt): recording the new one",
+            path,
+            str(recorded.get("sha256"))[:12],
+            out / "sft" / "model",
+            digest.hexdigest()[:12],
+        )
+        trained_here = trained_here or recorded.get("trained_on") is not None
     cpu = platform.processor() or platform.machine()
     try:
         names = [x for x in Path("/proc/cpuinfo").read_text().splitlines() if x.startswith("model name")]
