@@ -388,7 +388,6 @@ def warm_start_fingerprint(out: Path, trained_here: bool = False) -> dict:
             out / "sft" / "model",
             digest.hexdigest()[:12],
         )
-        trained_here = trained_here or recorded.get("trained_on") is not None
     cpu = platform.processor() or platform.machine()
     try:
         names = [x for x in Path("/proc/cpuinfo").read_text().splitlines() if x.startswith("model name")]
