@@ -15,7 +15,11 @@ Settings (same model, same prompts, same seed, same sampling):
 * ``after, 16 per step``: the same with 4 prompts x N = 4 in one generation batch;
 * ``after, 16 per step, sampling without dropout``: the same, sampling in eval mode
   (``sample_without_dropout``: the LoRA dropout off while generating, on in the update);
-* ``after, 32 per step, sampling without dropout``: the same with 8 prompts x N = 4.
+* ``after, 32 per step, sampling without dropout``: the same with 8 prompts x N = 4;
+* ``..., one prompt pass in the update``: the same, with each distinct prompt run through the
+  decoder once in the update and its N completions from its key/value cache
+  (``shared_prompt_update``, the default since 2026-12-03; every other setting runs the whole
+  rows, as the step did before).
 
 ``--settings NAME [NAME ...]`` runs only those (``before`` always runs first: the baseline).
 
@@ -65,6 +69,24 @@ SETTINGS = {
         "cpu_logprobs": True,
         "sample_without_dropout": True,
     },
+    "after, 16 per step, sampling without dropout, one prompt pass in the update": {
+        "precision": "auto",
+        "end_after_code_block": True,
+        "skip": True,
+        "batch": 16,
+        "cpu_logprobs": True,
+        "sample_without_dropout": True,
+        "shared_update": True,
+    },
+    "after, 32 per step, sampling without dropout, one prompt pass in the update": {
+        "precision": "auto",
+        "end_after_code_block": True,
+        "skip": True,
+        "batch": 32,
+        "cpu_logprobs": True,
+        "sample_without_dropout": True,
+        "shared_update": True,
+    },
 }
 
 
@@ -113,6 +135,7 @@ def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) ->
         skip_zero_variance_groups=s["skip"],
         cpu_logprobs=s.get("cpu_logprobs", True),
         sample_without_dropout=s.get("sample_without_dropout", False),
+        shared_prompt_update=s.get("shared_update", False),
     )
     trainer.train()
     logs = [x for x in trainer.state.log_history if "step_time" in x]
@@ -179,6 +202,7 @@ def main() -> int:
     parser.add_argument("--model", default=str(default_model))
     parser.add_argument("--data", default=str(learning / "data") if (learning / "data").is_dir() else None)
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), metavar="NAME", help="run only these")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "grpo_step.md"), help="the table's file")
     args = parser.parse_args()
     from rubriq.training.models import cpu_bf16_units
 
@@ -216,8 +240,7 @@ def main() -> int:
     ]
     text = "\n".join(lines)
     print(text)
-    out = ROOT / "benchmarks" / "results" / "grpo_step.md"
-    out.write_text(text)
+    Path(args.out).write_text(text)
     return 0
 
 

@@ -125,3 +125,99 @@ def test_cpu_log_probabilities_agree_with_trls_fused_lm_head(tmp_path, monkeypat
     for a, b in zip(ours[2], theirs[2], strict=True):
         assert torch.allclose(a, b, atol=tol * max(1.0, float(b.abs().max()))), (a - b).abs().max()
     assert any(float(g.abs().max()) > 0 for g in ours[2])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_update_runs_each_shared_prompt_once_and_gets_the_full_forwards_values(tmp_path, monkeypatch, dtype):
+    """With rows that share prompts (GRPO's groups, shuffled as TRL shuffles them, one prompt
+    left-padded), the trainer's CPU path runs each distinct prompt through the decoder once and its
+    completions from the gathered key/value cache; log-probabilities, entropies and the LoRA
+    gradients (k/v adapters: the prompt's cache carries gradient) equal TRL's forward of the whole
+    rows."""
+    import torch
+    from trl import GRPOTrainer
+
+    monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
+    import rubriq.training.grpo as grpo
+    from rubriq.data.prompts import PromptSpec, synthesis_rows
+    from rubriq.training.models import load_tokenizer, tiny_model
+
+    rows = synthesis_rows(
+        PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(), formats=("qasm2",))
+    )
+    tokenizer = load_tokenizer("embedded")
+    model = tiny_model(tokenizer).to(getattr(torch, dtype))
+    trainer = grpo.build_grpo_trainer(
+        model,
+        tokenizer,
+        rows,
+        grpo_args=dict(
+            output_dir=str(tmp_path / "out"),
+            per_device_train_batch_size=6,
+            num_generations=3,
+            max_steps=1,
+            use_cpu=True,
+            bf16=False,
+            gradient_checkpointing=False,
+            temperature=0.7,
+            save_strategy="no",
+        ),
+        lora=dict(
+            r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj"], init_lora_weights=False
+        ),
+    )
+    assert trainer.shared_prompt_update  # the default
+    policy = trainer.model
+    torch.manual_seed(0)
+    prompts = torch.randint(10, tokenizer.vocab_size, (2, 12))
+    prompt_mask = torch.ones_like(prompts)
+    prompt_mask[1, :4] = 0  # a left-padded prompt
+    order = torch.tensor([3, 0, 5, 1, 4, 2])  # rows 0-2 of prompt 0, 3-5 of prompt 1, shuffled
+    group = order // 3
+    completions = torch.randint(10, tokenizer.vocab_size, (6, 8))
+    completion_mask = torch.ones_like(completions)
+    completion_mask[2, 5:] = 0  # a completion that ended early (right padding)
+    ids = torch.cat([prompts[group], completions], dim=1)
+    mask = torch.cat([prompt_mask[group], completion_mask], dim=1)
+    names = [n for n, p in policy.named_parameters() if p.requires_grad]
+    lora = [p for n, p in policy.named_parameters() if p.requires_grad]
+
+    shared = []
+    real = grpo._shared_prompt_hidden
+    monkeypatch.setattr(grpo, "_shared_prompt_hidden", lambda *a, **k: shared.append(len(a[-2])) or real(*a, **k))
+
+    def run(method):
+        policy.zero_grad()
+        logps, ent, _ = method(trainer, policy, ids, mask, 8, batch_size=6, compute_entropy=True)
+        (logps * completion_mask).sum().backward()
+        return logps.detach(), ent.detach(), [p.grad.clone() for p in lora]
+
+    ours, theirs = (
+        run(type(trainer)._get_per_token_logps_and_entropies),
+        run(GRPOTrainer._get_per_token_logps_and_entropies),
+    )
+    assert shared == [2]  # one decoder pass over 2 distinct prompts, not 6
+    tol = 1e-4 if dtype == "float32" else 3e-2
+    keep = completion_mask.bool()
+    assert torch.allclose(ours[0][keep], theirs[0][keep], atol=tol), (ours[0] - theirs[0]).abs().max()
+    assert torch.allclose(ours[1][keep], theirs[1][keep], atol=tol), (ours[1] - theirs[1]).abs().max()
+    assert float(ours[0].abs().mean()) > 1.0
+    k_grads = [g for n, g in zip(names, ours[2], strict=True) if "k_proj" in n]
+    assert k_grads and any(float(g.abs().max()) > 0 for g in k_grads)  # gradient through the prompt's cache
+    for a, b in zip(ours[2], theirs[2], strict=True):
+        assert torch.allclose(a, b, atol=tol * max(1.0, float(b.abs().max()))), (a - b).abs().max()
+
+
+def test_rows_with_distinct_prompts_run_as_one_forward():
+    import torch
+
+    from rubriq.training.grpo import _shared_prompts
+
+    ids = torch.tensor([[1, 2, 3, 9], [1, 2, 4, 9], [1, 2, 3, 8]])
+    mask = torch.ones_like(ids)
+    assert _shared_prompts(ids, mask, 2) is not None  # all three share [1, 2]
+    first, inverse = _shared_prompts(ids, mask, 3)
+    assert first.tolist() == [0, 1] and inverse.tolist() == [0, 1, 0]
+    assert _shared_prompts(ids, mask, 4) is None  # no completion part
+    mask[2, 0] = 0  # same tokens, another mask: another prompt
+    assert _shared_prompts(ids, mask, 3) is None

@@ -138,6 +138,10 @@ class TrainSettings:
     """GRPO without vLLM: sample completions with the adapter's dropout off (eval mode, as vLLM
     samples); the update keeps it. Applies with shared_prompt_prefill (the same wrapper of
     generate; rubriq/training/generation.py)."""
+    shared_prompt_update: bool = True
+    """GRPO with cpu_logprobs: in the update, run each distinct prompt of a micro-batch through
+    the decoder once and its N completions from its key/value cache, instead of N copies of
+    prompt + completion (same values up to rounding, fewer tokens; rubriq/training/grpo.py)."""
     ppo: dict = field(default_factory=dict)
     """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
 

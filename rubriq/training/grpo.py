@@ -62,6 +62,7 @@ def completion_logps_and_entropy(
     logits_to_keep: int,
     temperature: float = 1.0,
     entropy_requires_grad: bool = False,
+    share_prompts: bool = False,
 ):
     """Per-token log-probabilities of the last ``logits_to_keep`` tokens of each row of ``input_ids``
     under the causal LM ``model`` (a transformers model, or a PEFT model around one), and the
@@ -90,8 +91,12 @@ def completion_logps_and_entropy(
 
     lm = model.get_base_model() if hasattr(model, "get_base_model") else model
     decoder, head = lm.get_decoder(), lm.get_output_embeddings()
-    hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-    hidden = hidden[:, -logits_to_keep - 1 : -1]
+    shared = _shared_prompts(input_ids, attention_mask, input_ids.shape[1] - logits_to_keep) if share_prompts else None
+    if shared is None:
+        hidden = decoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        hidden = hidden[:, -logits_to_keep - 1 : -1]
+    else:
+        hidden = _shared_prompt_hidden(lm, decoder, input_ids, attention_mask, logits_to_keep, *shared)
     bias = head.bias.float() if getattr(head, "bias", None) is not None else None
     logits = torch.nn.functional.linear(hidden.float(), head.weight.float(), bias)
     if temperature != 1.0:
@@ -102,6 +107,49 @@ def completion_logps_and_entropy(
     with torch.set_grad_enabled(entropy_requires_grad and torch.is_grad_enabled()):
         entropy = -(logp_all.exp() * logp_all).sum(-1)
     return logps, entropy
+
+
+def _shared_prompts(input_ids, attention_mask, prompt_length: int):
+    """``(first, inverse)`` when rows of the batch share their prompt (the first ``prompt_length``
+    tokens and their mask): ``first`` indexes one row per distinct prompt and ``inverse`` maps each
+    row to its prompt's position in ``first``; None when no two rows share one."""
+    import torch
+
+    if prompt_length < 1 or input_ids.shape[1] <= prompt_length:
+        return None
+    key = torch.cat([input_ids[:, :prompt_length], attention_mask[:, :prompt_length].to(input_ids.dtype)], dim=1)
+    _, inverse = torch.unique(key, dim=0, return_inverse=True)
+    distinct = int(inverse.max()) + 1
+    if distinct == input_ids.shape[0]:
+        return None
+    rows = torch.arange(input_ids.shape[0], device=input_ids.device)
+    first = torch.full((distinct,), input_ids.shape[0], dtype=torch.long, device=input_ids.device)
+    first = first.scatter_reduce(0, inverse, rows, reduce="amin")
+    return first, inverse
+
+
+def _shared_prompt_hidden(lm, decoder, input_ids, attention_mask, logits_to_keep: int, first, inverse):
+    """The decoder's last hidden states at the positions that predict the last ``logits_to_keep``
+    tokens, with each distinct prompt run once: its key/value cache (with its autograd graph) is
+    gathered to every row that shares it, and the completions run from there. The same positions,
+    mask and causal attention as one forward of the whole rows, so the same values up to rounding
+    (tests/test_grpo_step.py), and the prompt's gradient is the sum over its completions, as there."""
+    import torch
+    from transformers import DynamicCache
+
+    prompt_length = input_ids.shape[1] - logits_to_keep
+    cache = DynamicCache(config=lm.config)
+    prompt_hidden = decoder(
+        input_ids=input_ids[first, :prompt_length],
+        attention_mask=attention_mask[first, :prompt_length],
+        cache=cache,
+        use_cache=True,
+    ).last_hidden_state[:, -1:]
+    cache.batch_select_indices(inverse)
+    completion_hidden = decoder(
+        input_ids=input_ids[:, prompt_length:], attention_mask=attention_mask, cache=cache, use_cache=True
+    ).last_hidden_state
+    return torch.cat([prompt_hidden[inverse], completion_hidden[:, :-1]], dim=1)
 
 
 def _trainer_class():
@@ -121,11 +169,13 @@ def _trainer_class():
             skip_zero_variance_groups: bool = True,
             cpu_logprobs: bool = True,
             sample_without_dropout: bool = False,
+            shared_prompt_update: bool = True,
             **kwargs,
         ):
             super().__init__(*args, **kwargs)
             self.skip_zero_variance_groups = skip_zero_variance_groups
             self.cpu_logprobs = cpu_logprobs
+            self.shared_prompt_update = shared_prompt_update
             if shared_prompt_prefill and not getattr(self.args, "use_vllm", False):
                 install_prefix_generate(self.model, self.processing_class, end_after_code_block, sample_without_dropout)
 
@@ -209,6 +259,7 @@ def _trainer_class():
                         logits_to_keep,
                         temperature=self.temperature,
                         entropy_requires_grad=entropy_grad,
+                        share_prompts=self.shared_prompt_update,
                     )
                 logps.append(lp)
                 entropies.append(ent)
@@ -250,6 +301,7 @@ def build_grpo_trainer(
     skip_zero_variance_groups: bool = True,
     cpu_logprobs: bool = True,
     sample_without_dropout: bool = False,
+    shared_prompt_update: bool = True,
 ):
     """A GRPO trainer on ``rows`` with the rubric rewards (or ``reward_funcs``, e.g. a sparse
     reward) and, when ``lora`` is given, a PEFT LoRA adapter (keys of ``peft.LoraConfig``).
@@ -257,7 +309,9 @@ def build_grpo_trainer(
     end completions after their code block (``generation.py``); ``skip_zero_variance_groups``:
     drop all-equal groups from the loss (module docstring); ``cpu_logprobs``: on a CPU, compute
     the policy's log-probabilities with :func:`completion_logps_and_entropy` (False: TRL's kernel);
-    ``sample_without_dropout``: sample in eval mode (``generation.py``)."""
+    ``sample_without_dropout``: sample in eval mode (``generation.py``); ``shared_prompt_update``:
+    with ``cpu_logprobs``, run each distinct prompt of a micro-batch through the decoder once in
+    the update (:func:`completion_logps_and_entropy`)."""
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -281,6 +335,7 @@ def build_grpo_trainer(
         skip_zero_variance_groups=skip_zero_variance_groups,
         cpu_logprobs=cpu_logprobs,
         sample_without_dropout=sample_without_dropout,
+        shared_prompt_update=shared_prompt_update,
     )
     quiet_progress(trainer)
     return trainer

@@ -207,6 +207,7 @@ def build(
         skip_zero_variance_groups=settings.skip_zero_variance_groups,
         cpu_logprobs=settings.cpu_logprobs,
         sample_without_dropout=settings.sample_without_dropout,
+        shared_prompt_update=settings.shared_prompt_update,
         callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo") + list(callbacks or ()),
     )
     trainer.rubriq_rewards = rewards
