@@ -19,7 +19,9 @@ Settings (same model, same prompts, same seed, same sampling):
 * ``..., one prompt pass in the update``: the same, with each distinct prompt run through the
   decoder once in the update and its N completions from its key/value cache
   (``shared_prompt_update``, the default since 2026-12-03; every other setting runs the whole
-  rows, as the step did before).
+  rows, as the step did before);
+* ``..., fast sampling``: the same, each token drawn from the top-p nucleus found among the top
+  256 (``fast_sampling``, also the default since 2026-12-03; ``generation.SampleFromNucleus``).
 
 ``--settings NAME [NAME ...]`` runs only those (``before`` always runs first: the baseline).
 
@@ -87,6 +89,26 @@ SETTINGS = {
         "sample_without_dropout": True,
         "shared_update": True,
     },
+    "after, 16 per step, sampling without dropout, one prompt pass in the update, fast sampling": {
+        "precision": "auto",
+        "end_after_code_block": True,
+        "skip": True,
+        "batch": 16,
+        "cpu_logprobs": True,
+        "sample_without_dropout": True,
+        "shared_update": True,
+        "fast_sampling": True,
+    },
+    "after, 32 per step, sampling without dropout, one prompt pass in the update, fast sampling": {
+        "precision": "auto",
+        "end_after_code_block": True,
+        "skip": True,
+        "batch": 32,
+        "cpu_logprobs": True,
+        "sample_without_dropout": True,
+        "shared_update": True,
+        "fast_sampling": True,
+    },
 }
 
 
@@ -136,6 +158,7 @@ def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) ->
         cpu_logprobs=s.get("cpu_logprobs", True),
         sample_without_dropout=s.get("sample_without_dropout", False),
         shared_prompt_update=s.get("shared_update", False),
+        fast_sampling=s.get("fast_sampling", False),
     )
     trainer.train()
     logs = [x for x in trainer.state.log_history if "step_time" in x]

@@ -304,3 +304,73 @@ def test_grpo_step_time_breakdown_puts_each_delay_in_its_own_part(tokenizer, tmp
     acc = EventAccumulator(str(events[0].parent))
     acc.Reload()
     assert "train/rewards/fidelity/mean" in acc.Tags()["scalars"] and "train/parse_rate" in acc.Tags()["scalars"]
+
+
+def test_fast_sampling_draws_from_transformers_sampling_distribution():
+    """SampleFromNucleus after the temperature gives each token the probability transformers'
+    warpers (temperature, top-k, top-p) and softmax give it: frequencies over 30,000 draws, for a
+    row whose nucleus lies in the candidates (Gumbel-max) and a flat row whose nucleus does not
+    (transformers' own path), each within 6 standard errors (+ 2 draws) of the exact probability."""
+    from transformers.generation.logits_process import (
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    from rubriq.training.generation import SampleFromNucleus
+
+    torch.manual_seed(0)
+    peaked = torch.randn(1000) * 3.0
+    flat = torch.randn(1000) * 0.01
+    temperature = TemperatureLogitsWarper(0.8)
+    for top_k, top_p in [(0, 0.95), (0, 0.5), (20, 0.9), (0, 1.0)]:
+        for row in (peaked, flat):
+            scores = temperature(None, row[None].clone())
+            exact = scores
+            if top_k:
+                exact = TopKLogitsWarper(top_k)(None, exact)
+            if top_p < 1.0:
+                exact = TopPLogitsWarper(top_p)(None, exact.clone())
+            exact = exact.softmax(-1)[0]
+            sampler = SampleFromNucleus(top_p=top_p, top_k=top_k, candidates=64)
+            draws = sampler(None, scores.repeat(30000, 1)).argmax(-1)
+            freq = torch.bincount(draws, minlength=1000).double() / 30000
+            assert float(freq[exact == 0].sum()) == 0.0  # nothing outside the nucleus
+            sigma = (exact.double() * (1 - exact.double()) / 30000).sqrt()
+            assert bool(((freq - exact.double()).abs() <= 6 * sigma + 2 / 30000).all()), (top_k, top_p)
+    drawn = SampleFromNucleus(top_p=0.9)(None, torch.tensor([[0.0, float("-inf"), 5.0]]))
+    assert drawn.tolist() == [[float("-inf"), float("-inf"), 0.0]]  # token 0 (p 0.007) is outside the 0.9 nucleus
+
+
+def test_fast_sampling_replaces_transformers_draw_in_trl_style_generate(tokenizer, monkeypatch):
+    """With fast_sampling, a generate given a sampling GenerationConfig (as TRL calls it) draws
+    every token through SampleFromNucleus; a greedy one, or one without it, is left as it was."""
+    from transformers import GenerationConfig
+
+    import rubriq.training.generation as generation
+    from rubriq.training.models import tiny_model
+
+    calls = []
+    real = generation.SampleFromNucleus.__call__
+    monkeypatch.setattr(
+        generation.SampleFromNucleus, "__call__", lambda self, i, s: calls.append(1) or real(self, i, s)
+    )
+    model = tiny_model(tokenizer).eval()
+    tokenizer.padding_side = "left"
+    enc = tokenizer(["OPENQASM 2.0; qreg q[2];"] * 4, return_tensors="pt", padding=True)
+    sampling = GenerationConfig(
+        max_new_tokens=5,
+        min_new_tokens=5,
+        do_sample=True,
+        temperature=0.8,
+        top_p=0.95,
+        top_k=0,
+        pad_token_id=tokenizer.eos_token_id,
+    )
+    greedy = GenerationConfig(max_new_tokens=5, do_sample=False, pad_token_id=tokenizer.eos_token_id)
+    with torch.no_grad():
+        reference = model.generate(**enc, generation_config=greedy)
+        generation.install_prefix_generate(model, fast_sampling=True)
+        out = model.generate(**enc, generation_config=sampling)
+        assert out.shape == (4, enc["input_ids"].shape[1] + 5) and len(calls) == 5
+        assert torch.equal(model.generate(**enc, generation_config=greedy), reference) and len(calls) == 5

@@ -142,6 +142,10 @@ class TrainSettings:
     """GRPO with cpu_logprobs: in the update, run each distinct prompt of a micro-batch through
     the decoder once and its N completions from its key/value cache, instead of N copies of
     prompt + completion (same values up to rounding, fewer tokens; rubriq/training/grpo.py)."""
+    fast_sampling: bool = True
+    """GRPO with shared_prompt_prefill: draw each token from the top-p nucleus found among the
+    256 most likely tokens (Gumbel-max) instead of transformers' full sort and multinomial: the
+    same distribution, other random draws (rubriq/training/generation.py)."""
     ppo: dict = field(default_factory=dict)
     """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
 

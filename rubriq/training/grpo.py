@@ -170,6 +170,7 @@ def _trainer_class():
             cpu_logprobs: bool = True,
             sample_without_dropout: bool = False,
             shared_prompt_update: bool = True,
+            fast_sampling: bool = True,
             **kwargs,
         ):
             super().__init__(*args, **kwargs)
@@ -177,7 +178,9 @@ def _trainer_class():
             self.cpu_logprobs = cpu_logprobs
             self.shared_prompt_update = shared_prompt_update
             if shared_prompt_prefill and not getattr(self.args, "use_vllm", False):
-                install_prefix_generate(self.model, self.processing_class, end_after_code_block, sample_without_dropout)
+                install_prefix_generate(
+                    self.model, self.processing_class, end_after_code_block, sample_without_dropout, fast_sampling
+                )
 
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
@@ -302,6 +305,7 @@ def build_grpo_trainer(
     cpu_logprobs: bool = True,
     sample_without_dropout: bool = False,
     shared_prompt_update: bool = True,
+    fast_sampling: bool = True,
 ):
     """A GRPO trainer on ``rows`` with the rubric rewards (or ``reward_funcs``, e.g. a sparse
     reward) and, when ``lora`` is given, a PEFT LoRA adapter (keys of ``peft.LoraConfig``).
@@ -311,7 +315,8 @@ def build_grpo_trainer(
     the policy's log-probabilities with :func:`completion_logps_and_entropy` (False: TRL's kernel);
     ``sample_without_dropout``: sample in eval mode (``generation.py``); ``shared_prompt_update``:
     with ``cpu_logprobs``, run each distinct prompt of a micro-batch through the decoder once in
-    the update (:func:`completion_logps_and_entropy`)."""
+    the update (:func:`completion_logps_and_entropy`); ``fast_sampling``: draw tokens from the
+    top-p nucleus found among the top 256 (``generation.SampleFromNucleus``)."""
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -336,6 +341,7 @@ def build_grpo_trainer(
         cpu_logprobs=cpu_logprobs,
         sample_without_dropout=sample_without_dropout,
         shared_prompt_update=shared_prompt_update,
+        fast_sampling=fast_sampling,
     )
     quiet_progress(trainer)
     return trainer

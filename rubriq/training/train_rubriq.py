@@ -208,6 +208,7 @@ def build(
         cpu_logprobs=settings.cpu_logprobs,
         sample_without_dropout=settings.sample_without_dropout,
         shared_prompt_update=settings.shared_prompt_update,
+        fast_sampling=settings.fast_sampling,
         callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo") + list(callbacks or ()),
     )
     trainer.rubriq_rewards = rewards
