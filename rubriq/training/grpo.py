@@ -12,7 +12,8 @@ logged as ``rewards/<dim>/mean``.
 and ``tokens_per_s`` (completion tokens per second of generation); on a CPU it computes the
 policy's log-probabilities with one float32 LM-head product per micro-batch instead of TRL's
 chunked kernel (:func:`completion_logps_and_entropy`; it halved the update in
-benchmarks/bench_grpo_step.py); without vLLM, it
+benchmarks/bench_grpo_step.py), running each distinct prompt of a micro-batch through the decoder
+once and its completions from its key/value cache (``shared_prompt_update``); without vLLM, it
 pre-fills each prompt once for its N completions and ends each completion after its code block
 (``generation.py``); and it drops groups whose rewards are all equal from the update (DAPO's
 dynamic sampling, without the resampling: such a group has zero advantage, so it adds no
