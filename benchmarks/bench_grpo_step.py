@@ -45,69 +45,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+_AFTER = {"precision": "auto", "end_after_code_block": True, "skip": True, "batch": 8, "cpu_logprobs": True}
+_QUIET = {**_AFTER, "sample_without_dropout": True}  # sampling without dropout
+_SHARED = {**_QUIET, "shared_update": True}  # one prompt pass in the update
+_FAST = {**_SHARED, "fast_sampling": True}
 SETTINGS = {
     "before": {"precision": "float32", "end_after_code_block": False, "skip": False, "batch": 8, "cpu_logprobs": False},
-    "after": {"precision": "auto", "end_after_code_block": True, "skip": True, "batch": 8, "cpu_logprobs": True},
-    "after, 16 per step": {
-        "precision": "auto",
-        "end_after_code_block": True,
-        "skip": True,
-        "batch": 16,
-        "cpu_logprobs": True,
-    },
-    "after, 16 per step, sampling without dropout": {
-        "precision": "auto",
-        "end_after_code_block": True,
-        "skip": True,
-        "batch": 16,
-        "cpu_logprobs": True,
-        "sample_without_dropout": True,
-    },
-    "after, 32 per step, sampling without dropout": {
-        "precision": "auto",
-        "end_after_code_block": True,
-        "skip": True,
-        "batch": 32,
-        "cpu_logprobs": True,
-        "sample_without_dropout": True,
-    },
-    "after, 16 per step, sampling without dropout, one prompt pass in the update": {
-        "precision": "auto",
-        "end_after_code_block": True,
-        "skip": True,
-        "batch": 16,
-        "cpu_logprobs": True,
-        "sample_without_dropout": True,
-        "shared_update": True,
-    },
-    "after, 32 per step, sampling without dropout, one prompt pass in the update": {
-        "precision": "auto",
-        "end_after_code_block": True,
-        "skip": True,
-        "batch": 32,
-        "cpu_logprobs": True,
-        "sample_without_dropout": True,
-        "shared_update": True,
-    },
+    "after": _AFTER,
+    "after, 16 per step": {**_AFTER, "batch": 16},
+    "after, 16 per step, sampling without dropout": {**_QUIET, "batch": 16},
+    "after, 32 per step, sampling without dropout": {**_QUIET, "batch": 32},
+    "after, 16 per step, sampling without dropout, one prompt pass in the update": {**_SHARED, "batch": 16},
+    "after, 32 per step, sampling without dropout, one prompt pass in the update": {**_SHARED, "batch": 32},
     "after, 16 per step, sampling without dropout, one prompt pass in the update, fast sampling": {
-        "precision": "auto",
-        "end_after_code_block": True,
-        "skip": True,
+        **_FAST,
         "batch": 16,
-        "cpu_logprobs": True,
-        "sample_without_dropout": True,
-        "shared_update": True,
-        "fast_sampling": True,
     },
     "after, 32 per step, sampling without dropout, one prompt pass in the update, fast sampling": {
-        "precision": "auto",
-        "end_after_code_block": True,
-        "skip": True,
+        **_FAST,
         "batch": 32,
-        "cpu_logprobs": True,
-        "sample_without_dropout": True,
-        "shared_update": True,
-        "fast_sampling": True,
     },
 }
 

@@ -58,12 +58,10 @@ def test_one_grpo_step_logs_every_dimension_and_scores_each_completion_once(tmp_
     assert trainer.args.reward_weights == [0.20, 0.15, 0.15, 0.40, 0.10]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_cpu_log_probabilities_agree_with_trls_fused_lm_head(tmp_path, monkeypatch, dtype):
-    """The trainer's CPU path (one float32 LM-head product, grpo.completion_logps_and_entropy) gives
-    TRL's own chunked-kernel log-probabilities, entropies and LoRA gradients on the same batch."""
+def _tiny_trainer(tmp_path, monkeypatch, dtype: str, batch: int, generations: int, lora_modules: list[str]):
+    """A one-step GRPO trainer of the tiny random model (in ``dtype``) with a LoRA adapter on
+    ``lora_modules``, and its tokenizer."""
     import torch
-    from trl import GRPOTrainer
 
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
     from rubriq.data.prompts import PromptSpec, synthesis_rows
@@ -74,15 +72,14 @@ def test_cpu_log_probabilities_agree_with_trls_fused_lm_head(tmp_path, monkeypat
         PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(), formats=("qasm2",))
     )
     tokenizer = load_tokenizer("embedded")
-    model = tiny_model(tokenizer).to(getattr(torch, dtype))
     trainer = build_grpo_trainer(
-        model,
+        tiny_model(tokenizer).to(getattr(torch, dtype)),
         tokenizer,
         rows,
         grpo_args=dict(
             output_dir=str(tmp_path / "out"),
-            per_device_train_batch_size=4,
-            num_generations=4,
+            per_device_train_batch_size=batch,
+            num_generations=generations,
             max_steps=1,
             use_cpu=True,
             bf16=False,
@@ -90,8 +87,19 @@ def test_cpu_log_probabilities_agree_with_trls_fused_lm_head(tmp_path, monkeypat
             temperature=0.7,
             save_strategy="no",
         ),
-        lora=dict(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
+        lora=dict(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=lora_modules, init_lora_weights=False),
     )
+    return trainer, tokenizer
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_cpu_log_probabilities_agree_with_trls_fused_lm_head(tmp_path, monkeypatch, dtype):
+    """The trainer's CPU path (one float32 LM-head product, grpo.completion_logps_and_entropy) gives
+    TRL's own chunked-kernel log-probabilities, entropies and LoRA gradients on the same batch."""
+    import torch
+    from trl import GRPOTrainer
+
+    trainer, tokenizer = _tiny_trainer(tmp_path, monkeypatch, dtype, 4, 4, ["q_proj", "v_proj"])
     policy = trainer.model
     torch.manual_seed(0)
     ids = torch.randint(10, tokenizer.vocab_size, (4, 20))
@@ -137,35 +145,9 @@ def test_the_update_runs_each_shared_prompt_once_and_gets_the_full_forwards_valu
     import torch
     from trl import GRPOTrainer
 
-    monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
     import rubriq.training.grpo as grpo
-    from rubriq.data.prompts import PromptSpec, synthesis_rows
-    from rubriq.training.models import load_tokenizer, tiny_model
 
-    rows = synthesis_rows(
-        PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(), formats=("qasm2",))
-    )
-    tokenizer = load_tokenizer("embedded")
-    model = tiny_model(tokenizer).to(getattr(torch, dtype))
-    trainer = grpo.build_grpo_trainer(
-        model,
-        tokenizer,
-        rows,
-        grpo_args=dict(
-            output_dir=str(tmp_path / "out"),
-            per_device_train_batch_size=6,
-            num_generations=3,
-            max_steps=1,
-            use_cpu=True,
-            bf16=False,
-            gradient_checkpointing=False,
-            temperature=0.7,
-            save_strategy="no",
-        ),
-        lora=dict(
-            r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj"], init_lora_weights=False
-        ),
-    )
+    trainer, tokenizer = _tiny_trainer(tmp_path, monkeypatch, dtype, 6, 3, ["q_proj", "k_proj", "v_proj"])
     assert trainer.shared_prompt_update  # the default
     policy = trainer.model
     torch.manual_seed(0)
