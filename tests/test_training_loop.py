@@ -322,9 +322,14 @@ def test_fast_sampling_draws_from_transformers_sampling_distribution():
     torch.manual_seed(0)
     peaked = torch.randn(1000) * 3.0
     flat = torch.randn(1000) * 0.01
+    # one token of 0.88, 63 of 0.0015, a tail of 936 sharing 0.0255 (of a temperature-0.8 softmax):
+    # top-k 100 renormalizes the head to 0.90, so top-p 0.9 keeps that token alone, though the
+    # 0.9 of the whole vocabulary needs about 14 tokens
+    head = torch.tensor([0.88] + [0.0015] * 63 + [0.0255 / 936] * 936) * (1 + 0.01 * torch.rand(1000))
+    head = head.log() * 0.8  # (jittered: no ties for transformers' sort to order its own way)
     temperature = TemperatureLogitsWarper(0.8)
-    for top_k, top_p in [(0, 0.95), (0, 0.5), (20, 0.9), (0, 1.0)]:
-        for row in (peaked, flat):
+    for top_k, top_p in [(0, 0.95), (0, 0.5), (20, 0.9), (100, 0.9), (0, 1.0)]:
+        for row in (peaked, flat, head):
             scores = temperature(None, row[None].clone())
             exact = scores
             if top_k:

@@ -120,7 +120,12 @@ class SampleFromNucleus:
         k = min(self.candidates, vocab) if not self.top_k else min(self.top_k, self.candidates, vocab)
         top, index = scores.topk(k, dim=-1)
         within_top_k = bool(self.top_k) and self.top_k <= k
-        log_z = (top if within_top_k else scores).logsumexp(-1, keepdim=True)
+        if within_top_k:
+            log_z = top.logsumexp(-1, keepdim=True)
+        elif self.top_k and self.top_k < vocab:  # top-k beyond the candidates: renormalize over its k
+            log_z = scores.topk(self.top_k, dim=-1).values.logsumexp(-1, keepdim=True)
+        else:
+            log_z = scores.logsumexp(-1, keepdim=True)
         p = (top.double() - log_z.double()).exp()
         keep = (p.cumsum(-1) - p) < self.top_p  # transformers keeps a token when the mass above it is < top_p
         keep[:, 0] = True
