@@ -68,8 +68,21 @@ def test_two_steps_then_resume(tmp_path, monkeypatch):
     steps = [x for x in lines if "rewards/fidelity/mean" in x]
     assert [x["step"] for x in steps] == [1, 2]
     assert (out / "checkpoint-2").is_dir() and (out / "final").is_dir()
+    # a run killed while saving leaves newer folders without a (whole) trainer_state.json, which
+    # is written last: one with the rest of the checkpoint (what CI once hit), one cut mid-write
+    import shutil
+
+    from rubriq.training.train_rubriq import last_checkpoint
+
+    shutil.copytree(out / "checkpoint-2", out / "checkpoint-3")
+    (out / "checkpoint-3" / "trainer_state.json").unlink()
+    (out / "checkpoint-10").mkdir()
+    (out / "checkpoint-10" / "trainer_state.json").write_text('{"global_step": 1')
+    assert last_checkpoint(out) == str(out / "checkpoint-2")  # by number: 10 > 3 > 2
+    assert last_checkpoint(out / "checkpoint-10") is None and last_checkpoint(tmp_path / "absent") is None
     # resume: continue from checkpoint-2 up to step 3
     assert main(["--rubriq_config", str(path), "--resume", "--max_steps", "3"]) == 0
+    assert (out / "checkpoint-10" / "trainer_state.json").read_text() == '{"global_step": 1'  # left as found
     lines = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [x["step"] for x in lines if "rewards/fidelity/mean" in x] == [1, 2, 3]
     state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())

@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -37,10 +38,29 @@ if __package__ in (None, ""):
 
 
 def last_checkpoint(output_dir: Path) -> str | None:
-    """The newest ``checkpoint-N`` folder in ``output_dir``, or None."""
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest complete ``checkpoint-N`` folder in ``output_dir``, or None.
 
-    return get_last_checkpoint(str(output_dir)) if output_dir.is_dir() else None
+    Complete means its ``trainer_state.json`` is there and parses: both trainers (TRL's and ours,
+    :mod:`rubriq.training.ppo`) write that file last, so a run killed while saving leaves a newer
+    folder without it.  transformers' ``get_last_checkpoint`` would pick that folder and the
+    resume would fail; it is skipped here (with a warning, and left on disk) for the newest one
+    that is whole.
+    """
+    if not output_dir.is_dir():
+        return None
+    numbered = [
+        (int(m.group(1)), p)
+        for p in output_dir.iterdir()
+        if p.is_dir() and (m := re.fullmatch(r"checkpoint-(\d+)", p.name))
+    ]
+    for _, folder in sorted(numbered, key=lambda item: item[0], reverse=True):
+        try:
+            json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            log.warning("%s is incomplete (no readable trainer_state.json: killed while saving?); skipped", folder)
+            continue
+        return str(folder)
+    return None
 
 
 def _rank() -> int:
