@@ -138,7 +138,15 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert (out / "checkpoint-2" / "trainer_state.json").exists(), "training ended before checkpoint 2"
-    done = max(int(p.name.split("-")[1]) for p in out.glob("checkpoint-*") if (p / "trainer_state.json").exists())
+    # the newest checkpoint the kill left whole (its trainer_state.json, written last, parses);
+    # a newer one cut mid-save is what --resume must skip
+    whole = []
+    for p in out.glob("checkpoint-*"):
+        try:
+            whole.append(json.loads((p / "trainer_state.json").read_text())["global_step"])
+        except (OSError, ValueError):
+            pass
+    done = max(whole)
     from rubriq.training.train_rubriq import main
 
     assert main(["--rubriq_config", str(path), "--resume", "--max_steps", str(done + 1)]) == 0
