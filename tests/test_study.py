@@ -94,6 +94,11 @@ def test_study_runs_every_arm_seed_and_writes_summary_and_plots(study_run):
     ]
     assert len(records) == 2 * len(held_out) and {r["sample"] for r in records} == {0, 1}
     assert "| rubric - none |" in (out / "summary.md").read_text()
+    # both arms of both seeds trained from the one warm-start: every pair is matched
+    assert summary["differences"]["rubric - none"]["same_warm_start"] == [0, 1]
+    assert [line for line in (out / "summary.md").read_text().splitlines() if line.startswith("| rubric - none |")][
+        0
+    ].endswith("| s0, s1 (2 of 2) |")
     # the warm-start's fingerprint is the SHA-256 of its weights, recorded by every arm-seed
     import hashlib
 
@@ -257,6 +262,12 @@ def test_aggregate_means_intervals_time_to_target_and_paired_differences():
     assert agg["arms"]["rubric"]["simulations_to_target"] == [400, None, 400]
     d = agg["differences"]["rubric - none"]["correct_rate"]
     assert d[0] == pytest.approx((0.4 + 0.1 + 0.7) / 3)
+    assert agg["differences"]["rubric - none"]["same_warm_start"] == [0, 1, 2]  # none recorded: one warm-start
+    # seed 2's rubric trained from a rebuilt warm-start: its pair is not matched (the difference still counts)
+    rebuilt = [{**r, "warm_start": "ab12"} if (r["arm"], r["seed"]) == ("rubric", 2) else r for r in rows]
+    pair = aggregate(rebuilt, study)["differences"]["rubric - none"]
+    assert pair["same_warm_start"] == [0, 1] and pair["seeds"] == [0, 1, 2]
+    assert pair["correct_rate"][0] == pytest.approx(d[0])
 
 
 def test_quickstart_reports_sampled_held_out_metrics_with_intervals(tmp_path, monkeypatch):

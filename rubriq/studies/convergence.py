@@ -807,6 +807,7 @@ def collect(out: Path, study: StudySettings) -> list[dict]:
                         "simulations": ev.get("simulations"),
                         **train,
                         "arm_seconds": done["seconds"],
+                        "warm_start": done.get("warm_start_sha256") or "not recorded",
                     }
                 )
     return rows
@@ -892,7 +893,11 @@ def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
                     values.append(va[0] - vb[0])
             out[m] = mean_ci(values)
             out[f"mde/{m}"] = minimum_detectable_effect(values)
-        diffs[f"{a} - {b}"] = {"seeds": common, "step": final_step, **out}
+        start = {(r["arm"], r["seed"]): r.get("warm_start", "not recorded") for r in test}
+        # a pair of arm-seeds that trained from two warm-starts (a rebuilt one) differs by more
+        # than the reward: say which seeds are matched ("not recorded" counts as one warm-start)
+        same = [s for s in common if start[(a, s)] == start[(b, s)]]
+        diffs[f"{a} - {b}"] = {"seeds": common, "same_warm_start": same, "step": final_step, **out}
     return {"final_step": final_step, "arms": arms, "differences": diffs}
 
 
@@ -1136,18 +1141,28 @@ def summary_markdown(
         )
     lines += [
         "",
-        f"## Paired differences at step {last} (same seed; MDE: smallest effect 3 seeds detect at 80% power)",
+        f"## Paired differences at step {last} (same seed; MDE: smallest effect {len(study.seeds)} seeds detect at 80% power)",
+        "",
+        "Same warm-start: the seeds at which both arm-seeds trained from the same SFT weights (the "
+        "Warm-starts table below; the control's: the one its done.json records). At the other "
+        "seeds the difference also holds that of two warm-starts.",
         "",
     ]
     dm = list(dict.fromkeys(("correct_rate", "mean_reward", "gap_closed", metric)))
+
+    def matched(d: dict) -> str:
+        same = d.get("same_warm_start", d["seeds"])
+        return f"{', '.join(f's{s}' for s in same) or 'none'} ({len(same)} of {len(d['seeds'])})"
+
     lines += markdown_table(
-        ["pair", *(f"{m} (MDE)" for m in dm), f"pass@{k}", "wrong rewarded"],
+        ["pair", *(f"{m} (MDE)" for m in dm), f"pass@{k}", "wrong rewarded", "same warm-start"],
         [
             [
                 pair,
                 *(f"{format_ci(d[m])} ({fmt(d.get('mde/' + m))})" for m in dm),
                 format_ci(d["pass@k"]),
                 format_ci(d["wrong_rewarded_rate"]),
+                matched(d),
             ]
             for pair, d in agg["differences"].items()
         ],
