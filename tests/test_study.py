@@ -181,9 +181,78 @@ def test_workers_run_arm_seeds_in_parallel_processes_with_the_same_results(study
         for root in (out, tmp / "out")
     ]
     assert losses[0] == losses[1]
+    # `rubriq study compare`: the same run, every logged value, score and sample (wall times aside)
+    a, b = out / "arms" / "rubric" / "seed1", tmp / "out" / "arms" / "rubric" / "seed1"
+    result = CliRunner().invoke(app, ["study", "compare", str(a), str(b)])
+    assert result.exit_code == 0, result.output
+    from rubriq.studies.convergence import compare_arm_seeds
+
+    same = compare_arm_seeds(a, b)
+    assert {"done.json", "evals.jsonl", "metrics.jsonl", "train_scores.jsonl"} <= set(same)
+    assert all(c["first_difference"] is None and c["equal"] == c["rows"][0] > 0 for c in same.values()), same
     assert len(list(csv.DictReader(open(out / "per_step.csv")))) == 12  # the parent wrote the summary
     result = CliRunner().invoke(app, ["study", "convergence", str(config), "--workers", "0"])
     assert result.exit_code == 2
+
+
+def test_compare_finds_the_first_difference_between_two_arm_seeds(study_run, tmp_path):
+    """A changed score, a missing row and another warm-start are each found where they are."""
+    import shutil
+
+    from rubriq.cli import app
+    from rubriq.studies.convergence import compare_arm_seeds
+
+    tmp, config = study_run
+    a = tmp / "out" / "arms" / "rubric" / "seed0"
+    b = tmp_path / "seed0"
+    shutil.copytree(a, b)
+    lines = (b / "train_scores.jsonl").read_text().splitlines()
+    row = json.loads(lines[2])
+    key = next(k for k, v in row.items() if isinstance(v, float))
+    row[key] += 1e-9
+    lines[2] = json.dumps(row)
+    (b / "train_scores.jsonl").write_text("\n".join(lines) + "\n")
+    evals = (b / "evals.jsonl").read_text().splitlines()
+    (b / "evals.jsonl").write_text("\n".join(evals[:-1]) + "\n")
+    done = json.loads((b / "done.json").read_text())
+    (b / "done.json").write_text(json.dumps({**done, "seconds": 1.0, "warm_start_sha256": "ab12"}))
+    got = compare_arm_seeds(a, b)
+    assert got["train_scores.jsonl"]["first_difference"] == (2, key)
+    assert got["train_scores.jsonl"]["equal"] == len(lines) - 1
+    assert got["evals.jsonl"] == {
+        "rows": (len(evals), len(evals) - 1),
+        "equal": len(evals) - 1,
+        "first_difference": (len(evals) - 1, None),
+    }
+    assert got["done.json"]["first_difference"] == (0, "warm_start_sha256")  # its seconds are a wall time
+    assert got["metrics.jsonl"]["first_difference"] is None
+    result = CliRunner().invoke(app, ["study", "compare", str(a), str(b)])
+    assert result.exit_code == 1 and f"row 2: {key}" in result.output, result.output
+    result = CliRunner().invoke(app, ["study", "compare", str(a), str(tmp_path / "nowhere")])
+    assert result.exit_code == 2 and "no such folder" in result.output
+    result = CliRunner().invoke(app, ["study", "compare", str(a), str(tmp_path)])
+    assert result.exit_code == 2 and "not an arm-seed folder" in result.output
+
+
+def test_summary_only_in_a_results_folder_without_its_data(study_run, tmp_path):
+    """Committed results hold no data/: --summary-only counts the held-out prompts from the
+    summary.json there, and says what is missing where there is neither."""
+    import shutil
+
+    from rubriq.cli import app
+
+    tmp, config = study_run
+    out = tmp_path / "results"
+    shutil.copytree(tmp / "out", out, ignore=shutil.ignore_patterns("data", "data_filtered", "sft"))
+    before = json.loads((out / "summary.json").read_text())
+    result = CliRunner().invoke(app, ["study", "convergence", str(config), "--out", str(out), "--summary-only"])
+    assert result.exit_code == 0, result.output
+    after = json.loads((out / "summary.json").read_text())
+    assert after["eval_prompts"] == before["eval_prompts"] > 0
+    assert after["differences"] == before["differences"]
+    (out / "summary.json").unlink()
+    result = CliRunner().invoke(app, ["study", "convergence", str(config), "--out", str(out), "--summary-only"])
+    assert result.exit_code == 2 and "held-out prompts" in result.output, result.output
 
 
 def test_an_interrupted_parallel_study_stops_its_processes(tmp_path, monkeypatch):

@@ -45,9 +45,7 @@ def study_convergence(
         if summary_only:
             study = convergence.StudySettings.from_yaml(config)
             folder = out or Path(study.output_dir)
-            rows = [r for r in (folder / "data" / f"{study.split}.jsonl").read_text().splitlines() if r.strip()]
-            n = min(len(rows), study.max_prompts) if study.max_prompts else len(rows)
-            report = convergence.write_summary(folder, study, n)
+            report = convergence.write_summary(folder, study, convergence.eval_prompt_count(folder, study))
         else:
             report = convergence.run(
                 config,
@@ -62,3 +60,31 @@ def study_convergence(
         console.print(f"done; summary not written (rubriq study convergence {config} --summary-only)", markup=False)
     else:
         console.print(f"summary: {report}", markup=False)
+
+
+@study_app.command("compare")
+def study_compare(
+    first: Path = typer.Argument(..., metavar="RUN_A", help="An arm-seed folder (OUT/arms/ARM/seedS)."),
+    second: Path = typer.Argument(..., metavar="RUN_B", help="Another arm-seed folder."),
+) -> None:
+    """Whether two arm-seeds are the same run: every logged value per step (wall times and rates
+    left out), every training completion's scores, every scored sample. Exits 1 if they differ."""
+    from rubriq.studies.convergence import compare_arm_seeds
+    from rubriq.tables import markdown_table
+
+    for folder in (first, second):
+        check(folder.is_dir(), "RUN", f"no such folder: {folder}")
+    with reported():
+        result = compare_arm_seeds(first, second)
+    rows = [
+        [
+            name,
+            f"{c['rows'][0]} / {c['rows'][1]}",
+            str(c["equal"]),
+            "-" if c["first_difference"] is None else f"row {c['first_difference'][0]}: {c['first_difference'][1]}",
+        ]
+        for name, c in result.items()
+    ]
+    console.print("\n".join(markdown_table(["file", "rows", "equal", "first difference"], rows)), markup=False)
+    if any(c["first_difference"] is not None for c in result.values()):
+        raise typer.Exit(1)
