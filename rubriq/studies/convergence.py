@@ -881,6 +881,7 @@ def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
             "train": {k: mean_ci([first[s][k] for s in seeds]) for k in first[seeds[0]] if k.startswith("train/")},
         }
     diffs = {}
+    start = {(r["arm"], r["seed"]): r.get("warm_start", "not recorded") for r in test}
     for a, b in _pairs(list(arms)):
         common = sorted(set(arms[a]["seeds"]) & set(arms[b]["seeds"]))
         out: dict[str, Any] = {}
@@ -893,7 +894,6 @@ def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
                     values.append(va[0] - vb[0])
             out[m] = mean_ci(values)
             out[f"mde/{m}"] = minimum_detectable_effect(values)
-        start = {(r["arm"], r["seed"]): r.get("warm_start", "not recorded") for r in test}
         # a pair of arm-seeds that trained from two warm-starts (a rebuilt one) differs by more
         # than the reward: say which seeds are matched ("not recorded" counts as one warm-start)
         same = [s for s in common if start[(a, s)] == start[(b, s)]]
@@ -1309,8 +1309,8 @@ __all__ = [
     "arm_reward_values",
     "collect",
     "compare_arm_seeds",
-    "eval_prompt_count",
     "correlations",
+    "eval_prompt_count",
     "eval_seed",
     "filter_training_prompts",
     "held_out_metrics",
