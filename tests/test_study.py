@@ -224,7 +224,8 @@ def test_compare_finds_the_first_difference_between_two_arm_seeds(study_run, tmp
         "equal": len(evals) - 1,
         "first_difference": (len(evals) - 1, None),
     }
-    assert got["done.json"]["first_difference"] == (0, "warm_start_sha256")  # its seconds are a wall time
+    # "seconds" was set to 1.0 above, unlike a's: compare leaves wall times out, so the warm-start is what differs
+    assert got["done.json"]["first_difference"] == (0, "warm_start_sha256")
     assert got["metrics.jsonl"]["first_difference"] is None
     result = CliRunner().invoke(app, ["study", "compare", str(a), str(b)])
     assert result.exit_code == 1 and f"row 2: {key}" in result.output, result.output
