@@ -80,10 +80,17 @@ class ComplexityAwareConfig:
 
 @dataclass(frozen=True)
 class TCountConfig:
-    """Parameters of S_T = exp(-alpha_T * T(c)) (paper eq. 8) and of the gate table."""
+    """Parameters of S_T (paper eq. 8, or relative to a rewrite's input) and of the gate table."""
 
+    mode: Literal["absolute", "relative"] = "absolute"
+    """absolute: the paper's S_T = exp(-alpha_T * T(c)).  relative (rewrite tasks, whose target
+    is a circuit of T-count T0): S_T = clip((T0 - T(c)) / (T0 - T_best), 0, 1): no credit for
+    T >= T0 (a copy of the input earns 0), full credit at the target's recorded best T-count
+    T_best (its ``t_best`` parameter, the PyZX optimum ``rubriq data build`` records; 0 when the
+    target records none), linear in between.  Targets that are not circuits keep the absolute
+    score; see ``rubriq.rubric.tcount``."""
     alpha: float = 0.05
-    """alpha_T: decay rate of S_T per T gate."""
+    """alpha_T: decay rate of S_T per T gate (absolute mode)."""
     epsilon: float = 1e-10
     """Synthesis precision eps for arbitrary rotations: each costs 3*ceil(log2(1/eps)) T."""
     angle_tol: float = 1e-8

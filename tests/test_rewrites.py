@@ -95,7 +95,7 @@ def test_rows_carry_the_prompt_the_target_and_correct_sft_answers():
     from rubriq.evaluator import RubriQEvaluator
     from rubriq.targets import target_from_spec
 
-    rows = small_rewrite_rows(SPEC, answers=2)
+    rows = small_rewrite_rows(SPEC)
     assert len(rows) == 12
     for row in rows[:4]:
         spec = json.loads(row["target"])

@@ -104,3 +104,64 @@ def test_published_t0_of_the_classic_suite(benchmarks_dir):
     for path in files:
         circuit = load_qasm(path.read_text(), limits)
         assert t_count(canonical_ops(circuit, max_gates=10**7)) == rows[path.stem], path.stem
+
+
+# -- S_T relative to a rewrite's input (tcount.mode: relative) ----------------------------------
+REWRITE_INPUT = (
+    'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\n'
+    "t q[0];\nh q[1];\nt q[0];\ncx q[0],q[1];\nt q[1];\ntdg q[0];\nh q[0];\nt q[0];\n"
+)  # T0 = 5: t t on q[0] merge to s (-2), and the next tdg q[0] ... t q[0] are separated by h
+
+
+@pytest.mark.parametrize(
+    ("candidate_t", "t_best", "expected"),
+    [
+        (5, 1, 0.0),  # a copy: no T credit
+        (6, 1, 0.0),  # more T than the input: clipped at 0
+        (3, 1, 0.5),  # half the gap to the optimum: (5 - 3) / (5 - 1)
+        (1, 1, 1.0),  # the recorded optimum
+        (0, 1, 1.0),  # beyond it: clipped at 1
+        (4, 0, 0.2),  # no recorded optimum given: full credit at T = 0 only, (5 - 4) / 5
+    ],
+)
+def test_relative_t_score_is_the_fraction_of_the_gap_closed(candidate_t, t_best, expected):
+    assert tcount.relative_score(candidate_t, 5, t_best) == pytest.approx(expected)
+
+
+def test_relative_t_score_when_nothing_can_be_removed():
+    # T0 <= T_best: nothing to gain; keeping T at most T0 is full credit, adding T is none
+    assert tcount.relative_score(3, 3, 3) == 1.0 and tcount.relative_score(4, 3, 3) == 0.0
+
+
+def test_relative_mode_scores_a_rewrite_against_its_input_through_the_evaluator():
+    from rubriq.config import RubricConfig
+    from rubriq.evaluator import RubriQEvaluator
+
+    relative = RubricConfig.from_dict({"tcount": {"mode": "relative"}})
+    evaluator = RubriQEvaluator(target_algorithm="circuit", qasm=REWRITE_INPUT, t_best=1, config=relative)
+    assert evaluator.target.t0 == 5
+    reduced = REWRITE_INPUT.replace("t q[0];\nh q[1];\nt q[0];\n", "h q[1];\ns q[0];\n")
+    copy, better = evaluator.evaluate(REWRITE_INPUT), evaluator.evaluate(reduced)
+    assert copy.t_count == 5 and better.t_count == 3 and better.process_fidelity == pytest.approx(1.0)
+    assert copy.scores["tcount"] == 0.0 and better.scores["tcount"] == pytest.approx(0.5)
+    # the paper's absolute S_T pays the same reduction exp(-0.15) - exp(-0.25): 0.082
+    absolute = RubriQEvaluator(target_algorithm="circuit", qasm=REWRITE_INPUT, t_best=1)
+    gain = absolute.evaluate(reduced).scores["tcount"] - absolute.evaluate(REWRITE_INPUT).scores["tcount"]
+    assert gain == pytest.approx(math.exp(-0.15) - math.exp(-0.25))
+    # a synthesis target keeps the absolute score in the relative mode
+    qft = RubriQEvaluator(target_algorithm="qft", num_qubits=2, config=relative)
+    text = 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nh q[1];\ncp(pi/2) q[0],q[1];\nh q[0];\nswap q[0],q[1];\n'
+    result = qft.evaluate(text)
+    assert result.scores["tcount"] == pytest.approx(math.exp(-0.05 * result.t_count))
+
+
+def test_bad_t_best_and_mode_are_clear_errors():
+    from rubriq.config import ConfigError, RubricConfig
+    from rubriq.targets import TargetError, make_target
+
+    with pytest.raises(TargetError, match="t_best"):
+        make_target("circuit", qasm=REWRITE_INPUT, t_best=-1)
+    with pytest.raises(TargetError, match="exceeds"):
+        make_target("circuit", qasm=REWRITE_INPUT, t_best=9)
+    with pytest.raises(ConfigError, match="mode"):
+        RubricConfig.from_dict({"tcount": {"mode": "ratio"}})

@@ -62,6 +62,28 @@ def study_convergence(
         console.print(f"summary: {report}", markup=False)
 
 
+@study_app.command("sft-curve")
+def study_sft_curve(
+    config: Path = typer.Argument(
+        ..., metavar="YAML", help="SFT-curve YAML (configs/studies/rewriting_warm_start.yaml)."
+    ),
+    out: Path | None = typer.Option(None, metavar="DIR", help="Output folder (default: the YAML's output_dir)."),
+    table_only: bool = typer.Option(False, "--table-only", help="Rewrite curve.md and curve.png from curve.jsonl."),
+) -> None:
+    """Train an SFT warm-start and measure, at set numbers of examples seen, how often it rewrites
+    held-out circuits correctly with fewer T, copies them, or breaks them. Resumable."""
+    from rubriq.studies import sft_curve
+
+    check(config.is_file(), "YAML", f"no such file: {config}")
+    with reported():
+        if table_only:
+            curve = sft_curve.SftCurveSettings.from_yaml(config)
+            report = sft_curve.write_curve(Path(out or curve.output_dir), curve)
+        else:
+            report = sft_curve.run(config, out, progress=lambda m: console.print(f"sft-curve: {m}", markup=False))
+    console.print(f"curve: {report}", markup=False)
+
+
 @study_app.command("compare")
 def study_compare(
     first: Path = typer.Argument(..., metavar="RUN_A", help="An arm-seed folder (OUT/arms/ARM/seedS)."),

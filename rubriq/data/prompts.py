@@ -22,6 +22,7 @@ sizes; the remaining targets are split 80/10/10 into train/validation/test.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,8 @@ from rubriq.data.catalog import BREADTH_FAMILIES, breadth_targets
 from rubriq.data.suites import SuiteCircuit, bucket_of
 from rubriq.targets import Target, make_target
 from rubriq.targets.qft import PAPER_PHASES
+
+log = logging.getLogger(__name__)
 
 FORMATS = ("qasm2", "qasm3", "python")
 HELD_OUT_SIZES = {
@@ -160,8 +163,20 @@ def rewrite_rows(circuits: list[SuiteCircuit], formats: tuple[str, ...] = ("qasm
 
 def target_key(row: dict) -> str:
     """What makes two rows the same task: the target's JSON spec (family, size and resolved
-    parameters, keys sorted), whatever output format the prompt asks for."""
-    return row["target"]
+    parameters, keys sorted), whatever output format the prompt asks for.  A circuit's recorded
+    best T-count (``t_best``) is a fact about the target, not part of what it is: the same
+    circuit with and without it is one target.
+
+    >>> a = {"target": '{"algorithm": "circuit", "qasm": "x", "t_best": 1}'}
+    >>> target_key(a) == target_key({"target": '{"algorithm": "circuit", "qasm": "x"}'})
+    True
+    """
+    key = row["target"]
+    if '"t_best"' not in key:
+        return key
+    spec = json.loads(key)
+    spec.pop("t_best", None)
+    return json.dumps(spec, sort_keys=True)
 
 
 def split_rows(rows: list[dict], seed: int = 42, held_out: dict[str, int] = HELD_OUT_SIZES,
@@ -196,6 +211,61 @@ def split_rows(rows: list[dict], seed: int = 42, held_out: dict[str, int] = HELD
     splits: dict[str, list[dict]] = {"train": [], "validation": [], "test": []}
     for r in rows:
         splits[where[target_key(r)]].append(r)
+    return splits
+
+
+def add_generated_splits(
+    splits: dict[str, list[dict]], extra: dict[str, Any], style: str = "compact"
+) -> dict[str, int]:
+    """Add one split per name of ``extra`` (name -> :class:`RewriteGeneratorSpec` fields, or a
+    list of them): generated small rewrite rows, drawn after the main splits, in order.  A row
+    whose target is already in a split is dropped, so every split stays disjoint by target (a
+    harder held-out tier never meets a training circuit; an SFT corpus never meets a held-out
+    one).  Returns how many rows each new split dropped.
+
+    >>> spec = {"count": 6, "qubits": [2], "core_gates": [1, 1], "redundancies": [1, 1], "kinds": ["adjacent"],
+    ...         "optimum": False, "target_t_best": False}
+    >>> splits = {"train": []}
+    >>> dropped = add_generated_splits(splits, {"a": spec, "b": dict(spec, seed=0)})
+    >>> len(splits["a"]), len(splits["b"]), dropped
+    (6, 0, {'a': 0, 'b': 6})
+    """
+    from rubriq.config import from_dict
+    from rubriq.data.rewrites import small_rewrite_rows
+
+    dropped: dict[str, int] = {}
+    for name, specs in extra.items():
+        if name in splits:
+            raise ValueError(f"extra split {name!r} is already a split of the dataset")
+        seen = {target_key(r) for rows in splits.values() for r in rows}
+        rows: list[dict] = []
+        for fields in specs if isinstance(specs, (list, tuple)) else [specs]:
+            generator = fields if isinstance(fields, RewriteGeneratorSpec) else from_dict(RewriteGeneratorSpec, dict(fields))
+            rows += small_rewrite_rows(generator, style=style)
+        splits[name] = [r for r in rows if target_key(r) not in seen]
+        dropped[name] = len(rows) - len(splits[name])
+    return dropped
+
+
+def build_splits(build: dict[str, Any]) -> dict[str, list[dict]]:
+    """The splits a training config's ``data.build`` describes: :class:`PromptSpec` fields plus
+    ``seed``, ``held_out`` and ``fractions`` of :func:`split_rows`, and ``extra_splits`` of
+    :func:`add_generated_splits`."""
+    from rubriq.config import from_dict
+
+    build = dict(build)
+    seed = build.pop("seed", 42)
+    options = {k: build.pop(k) for k in ("held_out", "fractions") if k in build}
+    if "fractions" in options:
+        options["fractions"] = tuple(options["fractions"])
+    extra = build.pop("extra_splits", {}) or {}
+    spec = from_dict(PromptSpec, build)
+    splits = split_rows(synthesis_rows(spec), seed=seed, **options)
+    if extra:
+        dropped = add_generated_splits(splits, extra, style=spec.prompt_style)
+        for name, n in dropped.items():
+            if n:
+                log.info("extra split %s: %d generated rows left out (their target is in another split)", name, n)
     return splits
 
 

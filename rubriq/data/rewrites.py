@@ -59,6 +59,30 @@ class RewriteGeneratorSpec:
     """Range (inclusive) of planted redundancies per circuit (each saves 2 T)."""
     kinds: tuple[str, ...] = REDUNDANCY_KINDS
     seed: int = 0
+    answers: int = 2
+    """SFT answers per circuit (``sft_answers``: partial rewrites, see :func:`partial_rewrite`)."""
+    keep_probability: float = 0.5
+    """Probability that an SFT answer keeps a planted redundancy as written (0: every answer is
+    the planted rewrite)."""
+    copies: bool = True
+    """Whether an SFT answer may keep every redundancy (a copy of the input); False reduces one
+    of them at random in such a draw, so every answer has fewer T gates than the input."""
+    optimum: bool = True
+    """Record the PyZX optimum (``t_pyzx``, ~0.25 s per circuit); an SFT corpus needs none."""
+    target_t_best: bool = True
+    """Put the PyZX optimum into the target as ``t_best`` (the relative T score's full-credit
+    point, ``tcount.mode: relative``); needs ``optimum``."""
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or self.answers < 1:
+            raise ValueError(f"count and answers must be >= 1, got count={self.count}, answers={self.answers}")
+        if not 0.0 <= self.keep_probability <= 1.0:
+            raise ValueError(f"keep_probability must lie in [0, 1], got {self.keep_probability}")
+        if self.target_t_best and not self.optimum:
+            raise ValueError("target_t_best needs optimum: true (t_best is the recorded PyZX optimum)")
+        unknown = set(self.kinds) - set(REDUNDANCY_KINDS)
+        if unknown or not self.kinds:
+            raise ValueError(f"unknown redundancy kind(s) in {list(self.kinds)}; use a non-empty subset of {REDUNDANCY_KINDS}")
 
 
 @dataclass
@@ -228,10 +252,17 @@ def generate(spec: RewriteGeneratorSpec = RewriteGeneratorSpec()) -> list[SmallR
     return out
 
 
-def partial_rewrite(task: SmallRewrite, rng: np.random.Generator, keep_probability: float = 0.5) -> QuantumCircuit:
+def partial_rewrite(
+    task: SmallRewrite, rng: np.random.Generator, keep_probability: float = 0.5, copies: bool = True
+) -> QuantumCircuit:
     """An equivalent circuit that keeps each planted redundancy with ``keep_probability`` (as
-    written) and reduces the others: its T-count lies between ``t_planted`` and ``t0``."""
-    keep = {i for i in range(len(task.planted)) if rng.random() < keep_probability}
+    written) and reduces the others: its T-count lies between ``t_planted`` and ``t0``.  With
+    ``copies=False`` a draw that keeps every redundancy has one of them (at random) reduced, so
+    the answer always has fewer T gates than the input."""
+    n = len(task.planted)
+    keep = {i for i in range(n) if rng.random() < keep_probability}
+    if not copies and n and len(keep) == n:
+        keep.discard(int(rng.integers(n)))
     return task.circuit(keep)
 
 
@@ -256,11 +287,11 @@ def rewrite_record(task: SmallRewrite, with_optimum: bool = True) -> dict:
 
 
 def small_rewrite_rows(
-    spec: RewriteGeneratorSpec = RewriteGeneratorSpec(), style: str = "compact", sft_seed: int = 0, answers: int = 2
+    spec: RewriteGeneratorSpec = RewriteGeneratorSpec(), style: str = "compact", sft_seed: int = 0
 ) -> list[dict]:
     """Dataset rows (``prompts.target_row`` with the ``circuit`` target) for the generated
-    circuits, with the recorded facts and ``sft_answers``: ``answers`` partial rewrites (QASM)
-    for the warm-start (see :func:`partial_rewrite`), so that the warm-started policy has
+    circuits, with the recorded facts and ``sft_answers``: ``spec.answers`` partial rewrites
+    (QASM) for the warm-start (see :func:`partial_rewrite`), so that the warm-started policy has
     learned several correct answers of different T per prompt, not one."""
     from rubriq.data.prompts import target_row
     from rubriq.targets.circuit import CircuitTarget
@@ -268,9 +299,12 @@ def small_rewrite_rows(
     rng = np.random.default_rng(sft_seed)
     rows = []
     for task in generate(spec):
-        facts = rewrite_record(task)
-        target = CircuitTarget(qasm=facts["qasm"])
-        sft_answers = [qasm2.dumps(partial_rewrite(task, rng)) for _ in range(answers)]
+        facts = rewrite_record(task, with_optimum=spec.optimum)
+        t_best = {"t_best": facts["t_pyzx"]} if spec.target_t_best else {}
+        target = CircuitTarget(qasm=facts["qasm"], **t_best)
+        sft_answers = [
+            qasm2.dumps(partial_rewrite(task, rng, spec.keep_probability, spec.copies)) for _ in range(spec.answers)
+        ]
         row = target_row(
             target,
             "qasm2",
@@ -279,7 +313,7 @@ def small_rewrite_rows(
                 "collection": "small_rewrite",
                 "name": task.name,
                 "t_planted": facts["t_planted"],
-                "t_pyzx": facts["t_pyzx"],
+                "t_pyzx": facts.get("t_pyzx"),
                 "planted": json.dumps(facts["planted"]),
                 "sft_answers": sft_answers,
             },

@@ -222,6 +222,43 @@ def rewrite_copies(records: Sequence[RecordLike], eps: float = DEFAULT_EPS) -> d
     return out
 
 
+def rewrite_outcomes(records: Sequence[RecordLike], eps: float = DEFAULT_EPS) -> dict[str, Any]:
+    r"""What the samples of rewrite prompts (a ``circuit`` target) did, as fractions of those
+    samples: ``correct_reduction_rate`` (correct with T < T0), ``copy_rate`` (correct and the
+    input verbatim, :func:`rewrite_copies`), ``wrong_rate`` (not correct, unparseable included)
+    and ``other_correct_rate`` (correct, neither: the input reordered, or T >= T0); ``samples``
+    counts them (rates are None without any).
+
+    >>> spec = '{"algorithm": "circuit", "qasm": "OPENQASM 2.0;\nqreg q[1];\nt q[0];\nt q[0];\n"}'
+    >>> res = lambda f, t: {"parsed": True, "average_fidelity": f, "t_count": t}
+    >>> recs = [{"target": spec, "t0": 2, "text": "qreg q[1];\nt q[0];\nt q[0];", "result": res(1.0, 2)},
+    ...         {"target": spec, "t0": 2, "text": "qreg q[1];\ns q[0];", "result": res(1.0, 0)},
+    ...         {"target": spec, "t0": 2, "text": "qreg q[1];", "result": res(0.5, 0)},
+    ...         {"target": spec, "t0": 2, "text": "", "result": {"parsed": False}},
+    ...         {"target": '{"algorithm": "qft"}', "t0": 0, "text": "", "result": {"parsed": False}}]
+    >>> rewrite_outcomes(recs)
+    {'samples': 4, 'correct_reduction_rate': 0.25, 'copy_rate': 0.25, 'wrong_rate': 0.5, 'other_correct_rate': 0.0}
+    """
+    rewrites = [r for r in records if family_of_spec(str(r.get("target") or "")) == "rewrite"]
+    n = len(rewrites)
+    counts = rewrite_copies(rewrites, eps)
+    if not n:
+        return {
+            "samples": 0,
+            "correct_reduction_rate": None,
+            "copy_rate": None,
+            "wrong_rate": None,
+            "other_correct_rate": None,
+        }
+    return {
+        "samples": n,
+        "correct_reduction_rate": counts["fewer_t"] / n,
+        "copy_rate": counts["copies"] / n,
+        "wrong_rate": (n - counts["correct"]) / n,
+        "other_correct_rate": (counts["correct"] - counts["copies"] - counts["fewer_t"]) / n,
+    }
+
+
 __all__ = [
     "dimension_correlation",
     "family_of_spec",
@@ -229,5 +266,6 @@ __all__ = [
     "paired_change",
     "rewrite_copies",
     "rewrite_gap",
+    "rewrite_outcomes",
     "t_quantile",
 ]

@@ -36,7 +36,11 @@ class CircuitTarget(Target):
     family = "circuit"
     kind = "unitary"
     summary = "the unitary of a given OpenQASM circuit (rewrite with fewer T gates)"
-    parameters = {"qasm": "the circuit as an OpenQASM 2.0/3.0 string (required)"}
+    parameters = {
+        "qasm": "the circuit as an OpenQASM 2.0/3.0 string (required)",
+        "t_best": "best known T-count of the circuit, e.g. its PyZX optimum (optional; the relative "
+        "T score, tcount.mode: relative, gives full credit there)",
+    }
     max_qubits = 256
     """Any width loads; candidates are certified with mqt.qcec at any width, simulated (for the
     distance of a non-equivalent one) up to fidelity.max_sampled_qubits (24)."""
@@ -66,6 +70,11 @@ class CircuitTarget(Target):
         self.ops = ops
         super().__init__(circuit.num_qubits, **params)
         self.__dict__["t0"] = t_count(ops)  # the cached property, from the gate list just built
+        t_best = self.params.get("t_best")
+        if t_best is not None and (isinstance(t_best, bool) or not isinstance(t_best, int) or not 0 <= t_best):
+            raise TargetError(f"circuit: t_best must be a T-count (an integer >= 0), got {t_best!r}")
+        if t_best is not None and t_best > self.t0:
+            raise TargetError(f"circuit: t_best={t_best} exceeds the circuit's own T-count {self.t0}")
         dense = False
         if self.num_qubits <= self.max_dense_qubits:
             try:

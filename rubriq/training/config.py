@@ -82,6 +82,9 @@ class SftSettings:
     enabled: bool = False
     args: dict = field(default_factory=dict)
     """Fields of trl.SFTConfig (num_train_epochs, learning_rate, max_length, ...)."""
+    split: str = ""
+    """The dataset split to train on ("": ``data.split``, the RL prompts); e.g. ``sft``, a
+    generated corpus of ``data.build.extra_splits``."""
     lora: bool = True
     """Train a LoRA adapter (the ``lora`` section) and merge it into the weights afterwards."""
     lora_all_layers: bool = True

@@ -90,8 +90,10 @@ def run_sft(
     lora: dict | None = None,
     callbacks: list | None = None,
     max_reference_chars: int = 0,
+    resume: str | None = None,
 ):
-    """Fine-tune ``model`` on the references of ``rows``; return the (merged) model."""
+    """Fine-tune ``model`` on the references of ``rows`` (from the trainer checkpoint ``resume``
+    when given); return the (merged) model."""
     from peft import LoraConfig
     from trl import SFTConfig, SFTTrainer
 
@@ -108,7 +110,7 @@ def run_sft(
         callbacks=callbacks,
     )
     quiet_progress(trainer)
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume)
     trained: Any = trainer.model
     if lora:
         trained = trained.merge_and_unload()

@@ -74,19 +74,12 @@ def load_rows(settings, split: str | None = None) -> list[dict]:
     set and the folder does not exist (by rank 0 only; other ranks wait for it)."""
     import time
 
-    from rubriq.config import from_dict
-    from rubriq.data.prompts import PromptSpec, load_split, save_splits, split_rows, synthesis_rows
+    from rubriq.data.prompts import build_splits, load_split, save_splits
 
     folder = Path(settings.data.dataset)
     if not folder.exists() and settings.data.build:
         if _rank() == 0:
-            build = dict(settings.data.build)
-            seed = build.pop("seed", 42)
-            options = {k: build.pop(k) for k in ("held_out", "fractions") if k in build}
-            if "fractions" in options:
-                options["fractions"] = tuple(options["fractions"])
-            spec = from_dict(PromptSpec, build)
-            splits = split_rows(synthesis_rows(spec), seed=seed, **options)
+            splits = build_splits(settings.data.build)
             save_splits(splits, folder.with_name(folder.name + ".tmp"))
             folder.with_name(folder.name + ".tmp").rename(folder)  # appears complete or not at all
         else:
@@ -138,7 +131,7 @@ def warm_start(settings, tokenizer, model):
     model = run_sft(
         model,
         tokenizer,
-        load_rows(settings),
+        load_rows(settings, settings.sft.split or None),
         sft_dir,
         settings.sft.args,
         lora,

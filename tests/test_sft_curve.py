@@ -1,0 +1,160 @@
+"""The SFT curve end to end on a tiny random model: a generated SFT corpus disjoint from the
+held-out tiers, evaluations at the named points, resuming a stopped run, and the outcome rates
+against hand-classified samples."""
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from tests.tiny import CPU, tiny_build
+
+pytest.importorskip("trl")
+
+REWRITES = {"qubits": [2], "core_gates": [2, 3], "redundancies": [1, 1], "kinds": ["adjacent"]}
+
+
+def _config(tmp_path, max_steps: int = 4) -> object:
+    build = tiny_build(
+        qft_sizes=[],
+        encoding_sizes=[],
+        small_rewrites=[{"count": 10, "seed": 0, **REWRITES}],
+        fractions=[0.0, 0.4],
+        extra_splits={
+            "hard": {"count": 3, "seed": 1, **REWRITES, "redundancies": [2, 2]},
+            "sft": {
+                "count": 30,
+                "seed": 0,
+                **REWRITES,
+                "answers": 1,
+                "keep_probability": 0.0,
+                "copies": False,
+                "optimum": False,
+                "target_t_best": False,
+            },
+        },
+    )
+    train = {
+        "model": {"name_or_path": "embedded", "tiny": True},
+        "data": {"build": build},
+        "sft": {
+            "enabled": True,
+            "split": "sft",
+            "lora": False,
+            "args": {"max_steps": max_steps, "per_device_train_batch_size": 2, "learning_rate": 1e-3, **CPU},
+        },
+        "grpo": {"max_completion_length": 8, "temperature": 1.0, **CPU},
+    }
+    (tmp_path / "train.yaml").write_text(yaml.safe_dump(train))
+    curve = {
+        "train_config": "train.yaml",
+        "output_dir": str(tmp_path / "out"),
+        "eval_at": [2, 4],
+        "eval_splits": ["test", "hard"],
+        "samples": 2,
+        "batch_size": 8,
+    }
+    (tmp_path / "curve.yaml").write_text(yaml.safe_dump(curve))
+    return tmp_path / "curve.yaml"
+
+
+def _read(path):
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_sft_curve_trains_on_its_corpus_evaluates_at_each_point_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
+    from rubriq.cli import app
+
+    config = _config(tmp_path)
+    result = CliRunner().invoke(app, ["study", "sft-curve", str(config)])
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out"
+    splits = {name: _read(out / "data" / f"{name}.jsonl") for name in ("train", "test", "hard", "sft")}
+    keys = {name: {r["target"] for r in rows} for name, rows in splits.items()}
+    # every split disjoint by target; the SFT corpus lost the circuits drawn again from seed 0
+    for a in keys:
+        for b in keys:
+            assert a == b or not keys[a] & keys[b], (a, b)
+    assert 0 < len(splits["sft"]) < 30
+    assert all(json.loads(r["target"]).get("t_best") == r["t_pyzx"] for r in splits["test"] + splits["hard"])
+    assert all(r["t_pyzx"] is None and len(r["sft_answers"]) == 1 for r in splits["sft"])
+    rows = _read(out / "curve.jsonl")
+    # 2 examples per step: points 2 and 4 at steps 1 and 2; the end of training (step 4, 8 examples)
+    assert sorted((r["examples"], r["split"]) for r in rows) == [(e, s) for e in (2, 4, 8) for s in ("hard", "test")]
+    for r in rows:
+        records = _read(out / "records" / f"{r['split']}_examples{r['examples']}.jsonl")
+        assert r["samples"] == len(records) == 2 * len(splits[r["split"]])
+        total = r["correct_reduction_rate"] + r["copy_rate"] + r["wrong_rate"]
+        assert 0.0 <= total <= 1.0 + 1e-9
+    assert (out / "sft" / "model" / "config.json").is_file()
+    assert json.loads((out / "sft" / "fingerprint.json").read_text())["sha256"]
+    assert (out / "curve.md").read_text().count("| 8 |") == 2 and (out / "curve.png").stat().st_size > 0
+
+    # a run stopped after its first point resumes from that point's checkpoint and evaluates
+    # only the points it had not
+    first = tmp_path / "again"
+    first.mkdir()
+    config = _config(first)
+    out2 = first / "out"
+    from rubriq.studies import sft_curve
+
+    calls = []
+    real = sft_curve.CurveEvaluator.__call__
+
+    def stop_after_first(self, model, examples, epoch):
+        calls.append(examples)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # killed during the second evaluation
+        return real(self, model, examples, epoch)
+
+    monkeypatch.setattr(sft_curve.CurveEvaluator, "__call__", stop_after_first)
+    with pytest.raises(KeyboardInterrupt):
+        sft_curve.run(config)
+    assert [r["examples"] for r in _read(out2 / "curve.jsonl")] == [2, 2]
+    assert (out2 / "sft" / "checkpoint-1").is_dir() and not (out2 / "sft" / "model").exists()
+    calls.clear()
+    monkeypatch.setattr(sft_curve.CurveEvaluator, "__call__", lambda self, *a: (calls.append(a[1]), real(self, *a))[1])
+    sft_curve.run(config)
+    assert calls == [4, 8]
+    assert [r["examples"] for r in _read(out2 / "curve.jsonl")] == [2, 2, 4, 4, 8, 8]
+
+
+def test_point_metrics_classify_samples_as_derived_by_hand():
+    from rubriq.studies.sft_curve import point_metrics
+
+    qasm = 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[1];\nt q[0];\nt q[0];\nh q[0];\n'
+    spec = json.dumps({"algorithm": "circuit", "num_qubits": 1, "qasm": qasm, "t_best": 0})
+
+    def rec(text, fid, t, parsed=True):
+        return {
+            "prompt_id": "a",
+            "target": spec,
+            "t0": 2,
+            "text": text,
+            "result": {"parsed": parsed, "average_fidelity": fid, "t_count": t, "reward": 0.5},
+        }
+
+    records = [
+        rec(qasm, 1.0, 2),  # copy
+        rec("qreg q[1];\ns q[0];\nh q[0];", 1.0, 0),  # correct, every T gone: closes the gap
+        rec("qreg q[1];\nt q[0];\nh q[0];", 0.6, 1),  # wrong
+        rec("", None, None, parsed=False),  # unparseable: wrong
+    ]
+    m = point_metrics(records, 0.01)
+    assert (m["correct_reduction_rate"], m["copy_rate"], m["wrong_rate"]) == (0.25, 0.25, 0.5)
+    assert m["correct_rate"] == 0.5 and m["mean_t_correct"] == 1.0
+    assert m["gap_closed"] == pytest.approx(0.25)  # (2 - 0) / (2 - 0) for one sample of four
+
+
+def test_bad_curve_settings_are_clear_errors(tmp_path):
+    from rubriq.config import ConfigError
+    from rubriq.studies.sft_curve import SftCurveSettings
+
+    (tmp_path / "a.yaml").write_text("eval_at: [100]\n")
+    with pytest.raises(ConfigError, match="train_config"):
+        SftCurveSettings.from_yaml(tmp_path / "a.yaml")
+    (tmp_path / "b.yaml").write_text("train_config: t.yaml\neval_at: [0]\n")
+    with pytest.raises(ConfigError, match="eval_at"):
+        SftCurveSettings.from_yaml(tmp_path / "b.yaml")
