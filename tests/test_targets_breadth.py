@@ -347,6 +347,26 @@ def test_every_target_round_trips_and_has_short_compact_prompt(name):
         assert full[0]["role"] == "system" and len(compact) == 1
         if name not in ("circuit", "amplitude_encoding", "qpe"):
             assert len(compact[0]["content"]) < 400, compact[0]["content"]
+        # minimal: an empty system message (no chat template's default) and no longer than compact
+        minimal = target.prompt(fmt, "minimal")
+        assert [m["role"] for m in minimal] == ["system", "user"] and minimal[0]["content"] == ""
+        assert len(minimal[1]["content"]) <= len(compact[0]["content"]), (minimal, compact)
+
+
+def test_minimal_rewrite_prompt_carries_the_circuit_and_is_recognised_by_its_rows():
+    from rubriq.data.prompts import prompt_style_of_rows
+    from rubriq.targets import make_target
+
+    qasm = 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nt q[0];\nt q[0];\ncx q[0],q[1];'
+    target = make_target("circuit", qasm=qasm)
+    user = target.prompt("qasm2", "minimal")[1]["content"]
+    assert f"```qasm\n{qasm}\n```" in user and "fewer T gates" in user and "OpenQASM 2.0" in user
+    compact = target.prompt("qasm2", "compact")[0]["content"]
+    assert len(user) < 0.6 * len(compact)
+    styles = {s: prompt_style_of_rows([{"prompt": target.prompt("qasm2", s)}]) for s in ("full", "compact", "minimal")}
+    assert styles == {"full": "full", "compact": "compact", "minimal": "minimal"}
+    with pytest.raises(ValueError, match="minimal"):
+        target.prompt("qasm2", "tiny")
 
 
 # -- datasets -------------------------------------------------------------------------------------

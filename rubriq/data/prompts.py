@@ -61,7 +61,8 @@ class PromptSpec:
     encodings: tuple[str, ...] = ("amplitude_encoding", "angle_encoding", "basis_encoding")
     formats: tuple[str, ...] = FORMATS
     prompt_style: str = "full"
-    """full: the paper's system + user prompt; compact: one short user message (CPU runs)."""
+    """full: the paper's system + user prompt; compact: one short user message (CPU runs);
+    minimal: the task in the fewest words, under an empty system message (``Target.prompt``)."""
     extra_targets: tuple[dict[str, Any], ...] = ()
     """More synthesis targets, as JSON specs (``{"algorithm": "toffoli", "num_qubits": 3}``: any
     registered family, ``rubriq targets``), each in every format of ``formats``."""
@@ -106,13 +107,18 @@ def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
 
 
 def prompt_style_of_rows(rows: list[dict]) -> str:
-    """``full`` when the prompts carry the paper's system message, else ``compact``.
+    """``full`` when the prompts carry the paper's system message, ``minimal`` when they carry an
+    empty one, else ``compact``.
 
     >>> prompt_style_of_rows([{"prompt": [{"role": "user", "content": "QFT"}]}])
     'compact'
+    >>> prompt_style_of_rows([{"prompt": [{"role": "system", "content": ""}, {"role": "user", "content": "QFT"}]}])
+    'minimal'
     """
     first = (rows[0].get("prompt") or [{}])[0] if rows else {}
-    return "full" if first.get("role") == "system" else "compact"
+    if first.get("role") != "system":
+        return "compact"
+    return "minimal" if not first.get("content") else "full"
 
 
 def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None, style: str = "full") -> dict:

@@ -38,6 +38,12 @@ COMPACT_FORMATS = {
     "python": "Qiskit Python building QuantumCircuit `qc` in a ```python block",
 }
 
+MINIMAL_FORMATS = {
+    "qasm2": "OpenQASM 2.0 in a ```qasm block",
+    "qasm3": "OpenQASM 3.0 in a ```qasm block",
+    "python": "Qiskit Python building `qc` in a ```python block",
+}
+
 COMPACT_CONVENTION = "Little-endian: q[k] is bit k. Equal up to global phase."
 
 CONVENTION = (
@@ -104,6 +110,10 @@ class Target(ABC):
         """The compact prompt's statement of the task (one or two sentences); defaults to
         :meth:`description`."""
         return self.description()
+
+    def minimal_description(self) -> str:
+        """The minimal prompt's statement of the task; defaults to :meth:`short_description`."""
+        return self.short_description()
 
     def clifford(self):
         """The target as a Clifford, or None when it is not one (the default).
@@ -201,11 +211,18 @@ class Target(ABC):
         return {"algorithm": self.name, "num_qubits": self.num_qubits, **self.params}
 
     def prompt(self, output_format: str = "qasm2", style: str = "full") -> list[dict[str, str]]:
-        """The chat prompt for this target: ``full`` (system + user, as in the paper) or
+        """The chat prompt for this target: ``full`` (system + user, as in the paper),
         ``compact`` (one short user message, ~1/3 of the tokens: for CPU runs, where every
-        prompt token is paid for at each GRPO step)."""
+        prompt token is paid for at each GRPO step) or ``minimal`` (an empty system message, which
+        keeps a chat template's default system prompt out, and the task in the fewest words:
+        27% fewer tokens than compact for the small rewrites of rubriq.data.rewrites)."""
         if output_format not in OUTPUT_FORMATS:
             raise TargetError(f"unknown output format {output_format!r}; use one of {sorted(OUTPUT_FORMATS)}")
+        if style == "minimal":
+            return [
+                {"role": "system", "content": ""},
+                {"role": "user", "content": f"{self.minimal_description()} Reply in {MINIMAL_FORMATS[output_format]}."},
+            ]
         if style == "compact":
             return [
                 {
@@ -215,7 +232,7 @@ class Target(ABC):
                 }
             ]
         if style != "full":
-            raise TargetError(f"unknown prompt style {style!r}; use 'full' or 'compact'")
+            raise TargetError(f"unknown prompt style {style!r}; use 'full', 'compact' or 'minimal'")
         user = (
             f"{self.description()} {CONVENTION} Minimize the T-count, then the depth. "
             f"Output format: {OUTPUT_FORMATS[output_format]}."

@@ -95,6 +95,9 @@ class CircuitTarget(Target):
             f"(up to global phase) with fewer T gates:\n```qasm\n{self.params['qasm'].strip()}\n```\n"
         )
 
+    def minimal_description(self):
+        return f"Same unitary up to global phase, fewer T gates:\n```qasm\n{self.params['qasm'].strip()}\n```\n"
+
     def _simulate(self, states: np.ndarray, deadline=None) -> np.ndarray:
         from rubriq.sim.exact import simulate
 
