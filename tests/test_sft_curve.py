@@ -41,7 +41,8 @@ def _config(tmp_path, max_steps: int = 4) -> object:
         "sft": {
             "enabled": True,
             "split": "sft",
-            "lora": False,
+            "lora": True,
+            "adapter": {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["q_proj", "down_proj"]},
             "args": {"max_steps": max_steps, "per_device_train_batch_size": 2, "learning_rate": 1e-3, **CPU},
         },
         "grpo": {"max_completion_length": 8, "temperature": 1.0, **CPU},
@@ -89,6 +90,8 @@ def test_sft_curve_trains_on_its_corpus_evaluates_at_each_point_and_resumes(tmp_
         total = r["correct_reduction_rate"] + r["copy_rate"] + r["wrong_rate"]
         assert 0.0 <= total <= 1.0 + 1e-9
     assert (out / "sft" / "model" / "config.json").is_file()
+    adapter = json.loads((out / "sft" / "adapter" / "adapter_config.json").read_text())
+    assert adapter["r"] == 4 and set(adapter["target_modules"]) == {"q_proj", "down_proj"}
     assert json.loads((out / "sft" / "fingerprint.json").read_text())["sha256"]
     assert (out / "curve.md").read_text().count("| 8 |") == 2 and (out / "curve.png").stat().st_size > 0
 
@@ -158,3 +161,17 @@ def test_bad_curve_settings_are_clear_errors(tmp_path):
     (tmp_path / "b.yaml").write_text("train_config: t.yaml\neval_at: [0]\n")
     with pytest.raises(ConfigError, match="eval_at"):
         SftCurveSettings.from_yaml(tmp_path / "b.yaml")
+
+
+def test_sft_adapter_settings_merge_into_the_lora_section_and_bad_ones_are_clear_errors(tmp_path):
+    from rubriq.config import ConfigError
+    from rubriq.training.config import TrainSettings
+
+    settings = TrainSettings.from_dict(
+        {"lora": {"r": 8, "layers_to_transform": [1]}, "sft": {"adapter": {"r": 4, "target_modules": ["up_proj"]}}}
+    )
+    sft = settings.sft_lora()
+    assert (sft.r, sft.target_modules, sft.layers_to_transform, sft.lora_alpha) == (4, ("up_proj",), (), 128)
+    assert settings.lora.r == 8 and settings.lora.layers_to_transform == (1,)  # the RL adapter's
+    with pytest.raises(ConfigError, match="sft.adapter"):
+        TrainSettings.from_dict({"sft": {"adapter": {"rank": 4}}})

@@ -257,7 +257,7 @@ def run(config: str | Path, out: str | Path | None = None, progress=None) -> Pat
     from rubriq.training.config import EarlyStoppingSettings
     from rubriq.training.models import EMBEDDED, load_tokenizer, prepare_embedded, to_policy_precision
     from rubriq.training.sft import run_sft
-    from rubriq.training.train_rubriq import last_checkpoint, load_base, load_rows, lora_kwargs
+    from rubriq.training.train_rubriq import last_checkpoint, load_base, load_rows, sft_lora_kwargs
 
     curve = SftCurveSettings.from_yaml(config)
     folder = Path(out or curve.output_dir)
@@ -284,16 +284,24 @@ def run(config: str | Path, out: str | Path | None = None, progress=None) -> Pat
                 f"SFT on {len(train_rows)} rows of split {settings.sft.split or settings.data.split!r}"
                 + (f", resuming from {resume}" if resume else "")
             )
-        lora = lora_kwargs(settings) if settings.sft.lora else None
-        if lora and settings.sft.lora_all_layers:
-            lora.pop("layers_to_transform", None)
+        lora = sft_lora_kwargs(settings)
         evaluate = CurveEvaluator(curve, settings, tokenizer, splits, folder)
         callbacks = [
             *trainer_callbacks(folder, EarlyStoppingSettings(), phase="sft"),
             curve_callback(evaluate, sorted(int(p) for p in curve.eval_at), done, path, time.perf_counter()),
         ]
         args = {"save_total_limit": 1, **settings.sft.args}
-        model = run_sft(model, tokenizer, train_rows, folder / "sft", args, lora, callbacks=callbacks, resume=resume)
+        model = run_sft(
+            model,
+            tokenizer,
+            train_rows,
+            folder / "sft",
+            args,
+            lora,
+            callbacks=callbacks,
+            resume=resume,
+            adapter_dir=folder / "sft" / "adapter",
+        )
         model.save_pretrained(sft_model)
         tokenizer.save_pretrained(sft_model)
         warm_start_fingerprint(folder, trained_here=True)

@@ -90,6 +90,9 @@ class SftSettings:
     lora_all_layers: bool = True
     """Put the SFT adapter on every layer even when ``lora.layers_to_transform`` restricts the
     RL adapter (measured on the quickstart: top-12-layer SFT only learns the QASM header)."""
+    adapter: dict = field(default_factory=dict)
+    """:class:`LoraSettings` fields in which the SFT adapter differs from the ``lora`` section's
+    (e.g. ``r``, ``target_modules: [q_proj, ..., down_proj]``); the RL adapter keeps the section's."""
 
 
 @dataclass(frozen=True)
@@ -176,10 +179,22 @@ class TrainSettings:
         check_ppo_keys(ppo)
         settings = from_dict(cls, data)
         check_trl_keys("SFTConfig", settings.sft.args, "sft.args")
+        settings.sft_lora()  # an unknown or ill-typed sft.adapter field is an error here
         return dataclasses.replace(settings, grpo=dict(grpo), ppo=dict(ppo))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def sft_lora(self) -> LoraSettings:
+        """The SFT adapter's settings: the ``lora`` section with ``sft.adapter`` merged in (and
+        every layer, with ``sft.lora_all_layers``)."""
+        merged = {**dataclasses.asdict(self.lora), **self.sft.adapter}
+        if self.sft.lora_all_layers:
+            merged["layers_to_transform"] = ()
+        try:
+            return from_dict(LoraSettings, merged)
+        except ConfigError as exc:
+            raise ConfigError(f"sft.adapter: {exc}") from None
 
 
 def deep_merge(base: dict, override: dict) -> dict:

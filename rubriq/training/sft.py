@@ -91,9 +91,11 @@ def run_sft(
     callbacks: list | None = None,
     max_reference_chars: int = 0,
     resume: str | None = None,
+    adapter_dir: str | Path | None = None,
 ):
     """Fine-tune ``model`` on the references of ``rows`` (from the trainer checkpoint ``resume``
-    when given); return the (merged) model."""
+    when given); return the (merged) model.  With ``lora`` and ``adapter_dir``, the trained
+    adapter is also saved there before it is merged (a few MB: what a results folder can keep)."""
     from peft import LoraConfig
     from trl import SFTConfig, SFTTrainer
 
@@ -113,5 +115,8 @@ def run_sft(
     trainer.train(resume_from_checkpoint=resume)
     trained: Any = trainer.model
     if lora:
+        if adapter_dir is not None:
+            trained.save_pretrained(str(adapter_dir))
+            tokenizer.save_pretrained(str(adapter_dir))
         trained = trained.merge_and_unload()
     return trained

@@ -92,19 +92,26 @@ def load_rows(settings, split: str | None = None) -> list[dict]:
     return rows[: settings.data.max_rows] if settings.data.max_rows else rows
 
 
-def lora_kwargs(settings) -> dict | None:
-    """``peft.LoraConfig`` keywords of the ``lora`` section (None when LoRA is off)."""
-    if not settings.lora.enabled:
+def lora_kwargs(settings, lora=None) -> dict | None:
+    """``peft.LoraConfig`` keywords of the ``lora`` section, or of ``lora`` (a
+    :class:`LoraSettings`, e.g. ``settings.sft_lora()``); None when LoRA is off."""
+    lora = lora or settings.lora
+    if not lora.enabled:
         return None
     out = {
-        "r": settings.lora.r,
-        "lora_alpha": settings.lora.lora_alpha,
-        "lora_dropout": settings.lora.lora_dropout,
-        "target_modules": list(settings.lora.target_modules),
+        "r": lora.r,
+        "lora_alpha": lora.lora_alpha,
+        "lora_dropout": lora.lora_dropout,
+        "target_modules": list(lora.target_modules),
     }
-    if settings.lora.layers_to_transform:
-        out["layers_to_transform"] = list(settings.lora.layers_to_transform)
+    if lora.layers_to_transform:
+        out["layers_to_transform"] = list(lora.layers_to_transform)
     return out
+
+
+def sft_lora_kwargs(settings) -> dict | None:
+    """The SFT adapter's ``peft.LoraConfig`` keywords (None for full fine-tuning: ``sft.lora`` false)."""
+    return lora_kwargs(settings, settings.sft_lora()) if settings.sft.lora else None
 
 
 def load_base(settings):
@@ -125,9 +132,7 @@ def warm_start(settings, tokenizer, model):
 
     model = to_policy_precision(model, settings.model.precision)
     sft_dir = Path(settings.output_dir) / "sft"
-    lora = lora_kwargs(settings) if settings.sft.lora else None
-    if lora and settings.sft.lora_all_layers:
-        lora.pop("layers_to_transform", None)
+    lora = sft_lora_kwargs(settings)
     model = run_sft(
         model,
         tokenizer,
