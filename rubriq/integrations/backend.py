@@ -8,7 +8,8 @@ the same answer either way: one dict per completion, ``EvaluationResult.to_dict(
 and keeps it for the process, since the frameworks call a reward function, not a constructor.
 A process forked from one that scored (verl's PrimeRewardManager scores in a process pool) starts
 with no backend and builds its own: the parent's open connection, scoring pool and locks are the
-parent's.
+parent's.  (In-process scoring in such a child needs a parent that has not scored in-process
+itself: numba's OpenMP threads do not survive a fork, and numba ends a child that uses them.)
 """
 
 from __future__ import annotations
