@@ -232,41 +232,9 @@ def test_verl_legacy_batch_recipe_in_verls_batch_reward_manager(tokenizer):
         assert {k: out["reward_extra_info"][k][i] for k in want} == pytest.approx(want, abs=1e-12), name
 
 
-def in_fresh_process(tokenizer, mode: str, items, overrides) -> dict:
-    """tests/verl_process_check.py: verl code that starts processes, in an interpreter of its own."""
-    request = {"mode": mode, "tokenizer": tokenizer.path, "items": [list(i) for i in items], "overrides": overrides}
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.verl_process_check"],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=400,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def test_verl_prime_manager_gets_the_reward_not_zero(tokenizer):
-    """PrimeRewardManager scores in a process pool and takes ``float(result[0])`` of an answer
-    that is not a number, setting the whole batch to 0 when that fails: compute_score, loaded by
-    file path (so it must pickle to reach the pool), gives R."""
-    import rubriq.integrations.verl as module
-
-    items = [(c, s) for _, c, s in SMALL]
-    want = [ref(c, s)["reward"] for c, s in items]
-    assert sum(want) > 2  # not all zeros
-    overrides = [
-        f"reward.custom_reward_function.path={module.__file__}",
-        "reward.custom_reward_function.name=compute_score",
-    ]
-    (rewards,) = in_fresh_process(tokenizer, "prime", items, [overrides])["rewards"]
-    assert rewards == pytest.approx(want, abs=1e-6)
-
-
 def test_verl_ground_truth_that_is_not_a_spec_names_the_field(tokenizer):
+    from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
+
     for manager in (
         ["reward.custom_reward_function.path=pkg://rubriq.integrations.verl"],
         [
@@ -275,10 +243,10 @@ def test_verl_ground_truth_that_is_not_a_spec_names_the_field(tokenizer):
             "reward.reward_manager.name=RubriQRewardManager",
         ],
     ):
-        config = compose([f"actor_rollout_ref.model.path={tokenizer.path}", *manager])
+        worker = RewardLoopWorker(compose([f"actor_rollout_ref.model.path={tokenizer.path}", *manager]))
         for bad in ("", "qft", '{"num_qubits": 2}'):
             with pytest.raises(ValueError, match=r"reward_model\.ground_truth: got .* target spec"):
-                reward_loop(config, data_proto(tokenizer, [(MIXED[0][1], bad)]))
+                worker.loop.run_until_complete(worker.compute_score_batch(data_proto(tokenizer, [(MIXED[0][1], bad)])))
 
 
 def test_verl_reward_loop_waits_through_an_outage_of_the_scoring_server(tokenizer, tmp_path, monkeypatch):
@@ -333,17 +301,54 @@ def test_verl_reward_loop_waits_through_an_outage_of_the_scoring_server(tokenize
     assert 2 <= time.monotonic() - start < 60
 
 
-def test_verl_reward_loop_manager_on_a_local_ray_cluster(tokenizer):
-    """verl's RewardLoopManager (Ray actors RewardLoopWorker, the docs' RubriQRewardManager lines)
-    scoring a batch: each row's reward as verl's trainer reads it from rm_scores, and the
-    reward_extra_info arrays, equal the in-process scores."""
-    ((_, overrides),) = [r for r in verl_docs_recipes() if "reward.reward_manager.name=RubriQRewardManager" in r[1]]
-    overrides = [o for o in overrides if ".url=" not in o]  # in-process, in each reward worker
-    result = in_fresh_process(tokenizer, "ray", [(c, s) for _, c, s in SMALL], ["reward.num_workers=2", *overrides])
-    for i, (name, completion, spec) in enumerate(SMALL):
-        want = verl_row(completion, spec)
-        assert result["rewards"][i] == pytest.approx(want["score"], abs=1e-6), name
-        assert {k: result["extra"][k][i] for k in want} == pytest.approx(want, abs=1e-12), name
+@pytest.mark.timeout(900)  # a fresh interpreter, 64 forked scorers, a Ray cluster: minutes on a loaded machine
+def test_verl_prime_manager_and_the_reward_loop_manager_on_local_ray(tokenizer, tmp_path):
+    """In a fresh interpreter (tests/verl_process_check.py):
+
+    - PrimeRewardManager scores in a forked process pool and takes ``float(result[0])`` of an
+      answer that is not a number, setting the whole batch to 0 when that fails: compute_score,
+      loaded by file path (so it must pickle to reach the pool), gives R;
+    - verl's RewardLoopManager (RewardLoopWorker actors on a local Ray cluster) with the docs'
+      RubriQRewardManager lines, in-process in each reward worker: each row's reward as verl's
+      trainer reads it from rm_scores, and the reward_extra_info arrays.
+    """
+    import rubriq.integrations.verl as module
+
+    ((_, manager),) = [r for r in verl_docs_recipes() if "reward.reward_manager.name=RubriQRewardManager" in r[1]]
+    request = {
+        "tokenizer": tokenizer.path,
+        "items": [[c, s] for _, c, s in SMALL],
+        "prime": [
+            f"reward.custom_reward_function.path={module.__file__}",
+            "reward.custom_reward_function.name=compute_score",
+        ],
+        "ray": ["reward.num_workers=1", *(o for o in manager if ".url=" not in o)],
+    }
+    (tmp_path / "request.json").write_text(json.dumps(request), encoding="utf-8")
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    with open(tmp_path / "log", "wb") as log:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tests.verl_process_check",
+                str(tmp_path / "request.json"),
+                str(tmp_path / "out.json"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=env,
+            timeout=840,
+        )
+    assert done.returncode == 0, (tmp_path / "log").read_text(errors="replace")[-3000:]
+    result = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    want = [verl_row(c, s) for _, c, s in SMALL]
+    assert sum(w["score"] for w in want) > 2  # not all zeros
+    assert result["prime"] == pytest.approx([w["score"] for w in want], abs=1e-6)  # float32 tensors
+    assert result["ray"] == pytest.approx([w["score"] for w in want], abs=1e-6)
+    for i, (name, _, _) in enumerate(SMALL):
+        assert {k: result["ray_extra"][k][i] for k in want[i]} == pytest.approx(want[i], abs=1e-12), name
 
 
 # -- OpenRLHF --------------------------------------------------------------------------------------

@@ -1,10 +1,8 @@
-"""The verl, OpenRLHF and TRL adapters called with each framework's argument shapes (the keyword
-calls of verl's reward managers, OpenRLHF's positional batch call, TRL's reward-function
-keywords), in-process and through a real server: the same values either way, equal to the
-in-process evaluator; the client's patience, the backends after a fork, TRL's logged metrics.
-
-tests/test_frameworks.py runs verl's and OpenRLHF's own code (installed from the lock) on the
-same functions."""
+"""The adapters beyond what tests/test_frameworks.py runs through verl's and OpenRLHF's own code:
+verl's batch form through a real server, ground truths as a parquet row holds them, OpenRLHF
+queries that hold part of their prompt or none, TRL's reward functions and a real GRPO step
+through a server (TRL's metric names), the backends, the client's patience and fork safety.
+Every value is compared with the in-process evaluator."""
 
 from __future__ import annotations
 
@@ -56,20 +54,6 @@ def expected(completion: str, spec: str) -> dict:
 
 # -- verl -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("remote", [False, True], ids=["in-process", "server"])
-def test_verl_compute_score_as_the_reward_loop_calls_it(server, remote):
-    from rubriq.integrations.verl import KEYS, compute_score
-
-    kwargs = {"url": server.url, "api_key": KEY} if remote else {}  # verl's reward_kwargs
-    for _, completion, spec in MIXED:
-        extra_info = {"index": 3, "num_turns": None, "rollout_reward_scores": {}}  # as the naive manager fills it
-        out = compute_score(
-            data_source="rubriq_qft", solution_str=completion, ground_truth=spec, extra_info=extra_info, **kwargs
-        )
-        assert set(out) == set(KEYS) and all(isinstance(v, float) for v in out.values())
-        assert not differences(out, expected(completion, spec))
-
-
-@pytest.mark.parametrize("remote", [False, True], ids=["in-process", "server"])
 def test_verl_batch_form_as_the_batch_reward_manager_calls_it(server, remote):
     from rubriq.integrations.verl import compute_score_batch
 
@@ -113,41 +97,6 @@ def test_verl_ground_truth_from_a_parquet_row():
 PROMPT = (
     "<|im_start|>system\nYou write OpenQASM.<|im_end|>\n<|im_start|>user\n{task}<|im_end|>\n<|im_start|>assistant\n"
 )
-
-
-@pytest.mark.parametrize("remote", [False, True], ids=["in-process", "server"])
-def test_openrlhf_reward_func_as_the_single_turn_executor_calls_it(server, remote, monkeypatch):
-    import torch
-
-    from rubriq.integrations import backend as backend_module
-    from rubriq.integrations.openrlhf import reward_func
-
-    if remote:  # OpenRLHF passes no options: the Ray job's env_vars select the server
-        monkeypatch.setenv("RUBRIQ_URL", server.url)
-        monkeypatch.setenv("RUBRIQ_API_KEY", KEY)
-        monkeypatch.setattr(backend_module, "_BACKENDS", {})
-    prompts = [PROMPT.format(task=f"task {i}") for i in range(len(MIXED))]
-    queries = [p + c + "<|im_end|>" for p, (_, c, _) in zip(prompts, MIXED, strict=True)]  # decode(..., False)
-    labels = [spec for _, _, spec in MIXED]
-    for i, (_, completion, spec) in enumerate(MIXED):
-        info = reward_func(queries[i : i + 1], prompts[i : i + 1], labels[i : i + 1])  # batch_size = 1
-        # SingleTurnAgentExecutor.execute + _process_response_into_experience
-        reward_val, score_val = info.get("rewards"), info.get("scores")
-        rewards = torch.tensor([reward_val])
-        scores = torch.tensor([score_val])
-        logs = {
-            k: torch.tensor([v.flatten()[0].item() if isinstance(v, torch.Tensor) else v])
-            for k, v in info["extra_logs"].items()
-        }
-        want = reference(completion, spec)
-        assert rewards.flatten()[0].item() == pytest.approx(want["reward"], abs=1e-6)  # float32 tensors
-        assert scores.flatten()[0].item() == pytest.approx(want["reward"], abs=1e-6)
-        for name in DIMENSIONS:
-            assert logs[name].item() == pytest.approx(want["scores"][name], abs=1e-6)
-        assert logs["correct"].item() == float(want["correct"])
-    whole = reward_func(queries, prompts, labels)  # a whole batch at once (older OpenRLHF)
-    assert whole["rewards"].shape == (len(MIXED),)
-    assert whole["rewards"].tolist() == pytest.approx([reference(c, t)["reward"] for _, c, t in MIXED], abs=1e-6)
 
 
 def test_openrlhf_never_scores_the_prompts_circuit():
