@@ -1,19 +1,15 @@
-"""The verl, OpenRLHF and TRL adapters, called with each framework's own argument shapes (the
-keyword calls of verl's reward managers, OpenRLHF's positional batch call and its
-experience-building, TRL's reward-function keywords), in-process and through a real server:
-the same values either way, equal to the in-process evaluator.
-
-verl and OpenRLHF themselves are not installed here (their dependency trees, GPU wheels
-included, do not install on this CPU machine in reasonable time): the calls below reproduce
-their documented signatures and the way their current sources call the function and read the
-answer (verl: ``verl/experimental/reward_loop/reward_manager/naive.py``, ``verl/workers/
-reward_manager/batch.py``; OpenRLHF: ``openrlhf/utils/agent.py``, ``openrlhf/trainer/
-ppo_utils/samples_generator.py``)."""
+"""The adapters beyond what tests/test_frameworks.py runs through verl's and OpenRLHF's own code:
+verl's batch form through a real server, ground truths as a parquet row holds them, OpenRLHF
+queries that hold part of their prompt or none, TRL's reward functions and a real GRPO step
+through a server (TRL's metric names), the backends, the client's patience and fork safety.
+Every value is compared with the in-process evaluator."""
 
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import time
 from collections import defaultdict
 
 import numpy as np
@@ -22,7 +18,18 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
-from tests.serve_helpers import MIXED, QFT2, REWRITE, Server, differences, reference  # noqa: E402
+from tests.serve_helpers import (  # noqa: E402
+    MIXED,
+    QFT2,
+    QFT2_QASM,
+    QFT3,
+    QFT3_QASM,
+    REWRITE,
+    ROOT,
+    Server,
+    differences,
+    reference,
+)
 
 KEY = "integration-key-0123456789"
 DIMENSIONS = ("clifford", "tcount", "hardware", "fidelity", "efficiency")
@@ -46,20 +53,6 @@ def expected(completion: str, spec: str) -> dict:
 
 
 # -- verl -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("remote", [False, True], ids=["in-process", "server"])
-def test_verl_compute_score_as_the_reward_loop_calls_it(server, remote):
-    from rubriq.integrations.verl import KEYS, compute_score
-
-    kwargs = {"url": server.url, "api_key": KEY} if remote else {}  # verl's reward_kwargs
-    for _, completion, spec in MIXED:
-        extra_info = {"index": 3, "num_turns": None, "rollout_reward_scores": {}}  # as the naive manager fills it
-        out = compute_score(
-            data_source="rubriq_qft", solution_str=completion, ground_truth=spec, extra_info=extra_info, **kwargs
-        )
-        assert set(out) == set(KEYS) and all(isinstance(v, float) for v in out.values())
-        assert not differences(out, expected(completion, spec))
-
-
 @pytest.mark.parametrize("remote", [False, True], ids=["in-process", "server"])
 def test_verl_batch_form_as_the_batch_reward_manager_calls_it(server, remote):
     from rubriq.integrations.verl import compute_score_batch
@@ -106,52 +99,24 @@ PROMPT = (
 )
 
 
-@pytest.mark.parametrize("remote", [False, True], ids=["in-process", "server"])
-def test_openrlhf_reward_func_as_the_single_turn_executor_calls_it(server, remote, monkeypatch):
-    import torch
-
-    from rubriq.integrations import backend as backend_module
-    from rubriq.integrations.openrlhf import reward_func
-
-    if remote:  # OpenRLHF passes no options: the Ray job's env_vars select the server
-        monkeypatch.setenv("RUBRIQ_URL", server.url)
-        monkeypatch.setenv("RUBRIQ_API_KEY", KEY)
-        monkeypatch.setattr(backend_module, "_BACKENDS", {})
-    prompts = [PROMPT.format(task=f"task {i}") for i in range(len(MIXED))]
-    queries = [p + c + "<|im_end|>" for p, (_, c, _) in zip(prompts, MIXED, strict=True)]  # decode(..., False)
-    labels = [spec for _, _, spec in MIXED]
-    for i, (_, completion, spec) in enumerate(MIXED):
-        info = reward_func(queries[i : i + 1], prompts[i : i + 1], labels[i : i + 1])  # batch_size = 1
-        # SingleTurnAgentExecutor.execute + _process_response_into_experience
-        reward_val, score_val = info.get("rewards"), info.get("scores")
-        rewards = torch.tensor([reward_val])
-        scores = torch.tensor([score_val])
-        logs = {
-            k: torch.tensor([v.flatten()[0].item() if isinstance(v, torch.Tensor) else v])
-            for k, v in info["extra_logs"].items()
-        }
-        want = reference(completion, spec)
-        assert rewards.flatten()[0].item() == pytest.approx(want["reward"], abs=1e-6)  # float32 tensors
-        assert scores.flatten()[0].item() == pytest.approx(want["reward"], abs=1e-6)
-        for name in DIMENSIONS:
-            assert logs[name].item() == pytest.approx(want["scores"][name], abs=1e-6)
-        assert logs["correct"].item() == float(want["correct"])
-    whole = reward_func(queries, prompts, labels)  # a whole batch at once (older OpenRLHF)
-    assert whole["rewards"].shape == (len(MIXED),)
-    assert whole["rewards"].tolist() == pytest.approx([reference(c, t)["reward"] for _, c, t in MIXED], abs=1e-6)
-
-
 def test_openrlhf_never_scores_the_prompts_circuit():
-    """A rewrite prompt shows the target circuit: a response without a circuit scores 0, and a
-    query that does not contain its prompt is unparsed rather than scored whole."""
-    from rubriq.integrations.openrlhf import reward_func
+    """A rewrite prompt shows the target circuit: a response without a circuit scores 0, a query
+    holding only the prompt's tail scores what follows it, and a query that holds no part of
+    its prompt stops the run rather than be scored whole."""
+    from rubriq.integrations.openrlhf import StopTraining, reward_func
 
     qasm = json.loads(REWRITE)["qasm"]
     prompt = PROMPT.format(task="Rewrite with fewer T gates:\n" + qasm)
     out = reward_func([prompt + "I do not know.<|im_end|>"], [prompt], [REWRITE])
     assert out["rewards"].tolist() == [0.0] and out["extra_logs"]["parsed"].tolist() == [0.0]
-    out = reward_func(["tokenizer round trip changed it: " + qasm], [prompt], [REWRITE])
-    assert out["rewards"].tolist() == [0.0] and out["extra_logs"]["parsed"].tolist() == [0.0]
+    tail = prompt[len(prompt) // 2 :]  # what a truncated prompt leaves: its end, the circuit's last lines
+    out = reward_func([tail + "I do not know.<|im_end|>"], [prompt], [REWRITE])
+    assert out["rewards"].tolist() == [0.0] and out["extra_logs"]["prompt_truncated"].tolist() == [1.0]
+    answer = MIXED[6][1]
+    out = reward_func([tail + answer + "<|im_end|>"], [prompt], [REWRITE])
+    assert out["rewards"].tolist() == pytest.approx([reference(answer, REWRITE)["reward"]], abs=1e-6)
+    with pytest.raises(StopTraining, match="cannot be told from the prompt"):
+        reward_func(["tokenizer round trip changed it: " + qasm], [prompt], [REWRITE])
 
 
 # -- TRL -----------------------------------------------------------------------------------------
@@ -176,8 +141,8 @@ def test_trl_remote_reward_functions_equal_the_in_process_ones(server):
                     log_metric=lambda k, v, name=name: logged[name].__setitem__(k, v),
                 )
                 logged[name][f"rewards/{f.__name__}"] = values
-        timing = "timing/reward_s"
-        assert logged["local"].pop(timing) >= 0 and logged["remote"].pop(timing) >= 0
+        timing = "timing/reward_s"  # the first function scored the batch (no cache hit): time passed
+        assert logged["local"].pop(timing) > 0 and logged["remote"].pop(timing) > 0
         assert not differences(logged["remote"], logged["local"])
         requests = remote.client.stats["requests"]
         remote.functions()[2](prompts=prompts, completions=completions, target=target)
@@ -216,3 +181,118 @@ def test_backend_from_the_environment(server, monkeypatch):
     assert isinstance(chosen, backend_module.RemoteBackend) and chosen.client.url == server.url
     assert "integration-key" not in repr(chosen.client)
     assert chosen.score([MIXED[0][1]], [QFT2])[0]["correct"]
+
+
+def test_trl_grpo_step_logs_the_remote_rewards_as_trl_names_them(server, tmp_path, monkeypatch):
+    """A real GRPO step (TRL of requirements.lock) with RemoteRubricRewards: TRL logs each
+    function as rewards/<dimension>/mean and /std (the names docs/integrations.md gives) and the
+    seconds spent waiting for the server as timing/reward_s."""
+    from rubriq.data.prompts import PromptSpec, synthesis_rows
+    from rubriq.integrations.trl import RemoteRubricRewards
+    from rubriq.training.grpo import build_grpo_trainer
+    from rubriq.training.models import load_tokenizer, tiny_model
+    from tests.tiny import CPU
+
+    rows = synthesis_rows(
+        PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(), formats=("qasm2",))
+    )
+    tokenizer = load_tokenizer("embedded")
+    rewards = RemoteRubricRewards(server.url, KEY)
+    try:
+        trainer = build_grpo_trainer(
+            tiny_model(tokenizer),
+            tokenizer,
+            rows,
+            rewards,
+            grpo_args=dict(
+                output_dir=str(tmp_path / "out"),
+                per_device_train_batch_size=2,
+                num_generations=2,
+                max_completion_length=8,
+                max_steps=1,
+                logging_steps=1,
+                save_strategy="no",
+                seed=0,
+                **CPU,
+            ),
+            lora=dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
+        )
+        trainer.train()
+    finally:
+        rewards.close()
+    logged = trainer.state.log_history[0]
+    for dim in DIMENSIONS:
+        assert f"rewards/{dim}/mean" in logged and f"rewards/{dim}/std" in logged
+    assert logged["timing/reward_s"] > 0
+    docs = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
+    trl_section = docs.split("## TRL", 1)[1].split("\n## ", 1)[0]
+    assert "`rewards/<dimension>/mean`" in trl_section and "`rewards/<dimension>/std`" in trl_section
+    assert "`timing/reward_s`" in trl_section
+
+
+# -- the client: patience, fork safety ------------------------------------------------------------
+def test_client_patience_is_a_setting_and_its_end_says_so(monkeypatch):
+    """The client retries an unavailable server for its patience (RUBRIQ_PATIENCE or
+    patience=), then raises RubriQUnavailable naming the setting; the default outlasts a
+    restart of the service."""
+    from rubriq.integrations.client import DEFAULT_PATIENCE, RubriQClient, RubriQUnavailable
+    from tests.serve_helpers import free_port
+
+    assert DEFAULT_PATIENCE >= 300
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    assert RubriQClient(url).patience == DEFAULT_PATIENCE
+    monkeypatch.setenv("RUBRIQ_PATIENCE", "1.5")
+    client = RubriQClient(url, backoff=0.1)
+    assert client.patience == 1.5
+    start = time.monotonic()
+    with pytest.raises(RubriQUnavailable, match=r"waits 1.5 s \(patience=, or RUBRIQ_PATIENCE"):
+        client.score([QFT2_QASM], [QFT2])
+    assert 1.5 <= time.monotonic() - start < 30 and client.stats["retries"] >= 2
+    with pytest.raises(RubriQUnavailable, match="after 1 tries"):
+        RubriQClient(url, patience=0).score([QFT2_QASM], [QFT2])
+    monkeypatch.setenv("RUBRIQ_PATIENCE", "ten minutes")
+    with pytest.raises(ValueError, match="RUBRIQ_PATIENCE: seconds"):
+        RubriQClient(url)
+
+
+_PARENT_CLIENT = None
+
+
+def _score_in_child(url: str) -> tuple[int, int, int, int, float, float]:
+    """In a forked child: the adapters' backend and a client made by the parent, each used here."""
+    from rubriq.integrations.backend import backend
+
+    chosen = backend(url, KEY)
+    via_backend = chosen.score([QFT2_QASM], [QFT2])[0]["reward"]
+    via_client = _PARENT_CLIENT.score([QFT3_QASM], [QFT3])[0]["reward"]
+    return os.getpid(), id(chosen), id(chosen.client.http), id(_PARENT_CLIENT.http), via_backend, via_client
+
+
+def test_remote_backend_and_client_are_fork_safe_in_a_process_pool(server, monkeypatch):
+    """After the parent scored through the server, the children of a forked process pool build
+    their own backend and connections (the parent's open connection, shared, garbled requests);
+    every answer is right, the parent's included."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from rubriq.integrations import backend as backend_module
+    from rubriq.integrations.client import RubriQClient
+
+    monkeypatch.setattr(backend_module, "_BACKENDS", {})
+    global _PARENT_CLIENT
+    _PARENT_CLIENT = RubriQClient(server.url, KEY)
+    parent = backend_module.backend(server.url, KEY)
+    want2, want3 = reference(QFT2_QASM, QFT2)["reward"], reference(QFT3_QASM, QFT3)["reward"]
+    assert parent.score([QFT2_QASM], [QFT2])[0]["reward"] == pytest.approx(want2, abs=1e-12)
+    assert _PARENT_CLIENT.score([QFT3_QASM], [QFT3])[0]["reward"] == pytest.approx(want3, abs=1e-12)
+    try:
+        with ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("fork")) as pool:
+            answers = list(pool.map(_score_in_child, [server.url] * 12))
+    finally:
+        _PARENT_CLIENT.close()
+    assert len({pid for pid, *_ in answers}) >= 2
+    for _, backend_id, http_id, client_http_id, via_backend, via_client in answers:
+        assert backend_id != id(parent) and http_id != id(parent.client.http)
+        assert client_http_id != id(_PARENT_CLIENT._http)
+        assert via_backend == pytest.approx(want2, abs=1e-12) and via_client == pytest.approx(want3, abs=1e-12)
+    assert parent.score([QFT3_QASM], [QFT3])[0]["reward"] == pytest.approx(want3, abs=1e-12)

@@ -1,12 +1,16 @@
 """The RubriQ reward from any RL framework, in-process or through ``rubriq serve``.
 
 - :mod:`~rubriq.integrations.client`: :class:`~rubriq.integrations.client.RubriQClient`, the
-  server's client (timeouts, retries with backoff, batches split to the server's limit);
+  server's client (timeouts, retries with backoff for its patience, batches split to the
+  server's limit, fork-safe);
 - :mod:`~rubriq.integrations.backend`: in-process (a BatchScorer) or remote scoring, chosen
   by arguments or ``RUBRIQ_URL``, one answer shape for both;
-- :mod:`~rubriq.integrations.verl`: ``compute_score`` / ``compute_score_batch`` (verl's
-  ``custom_reward_function``);
-- :mod:`~rubriq.integrations.openrlhf`: ``reward_func`` (OpenRLHF's ``--reward.remote_url``);
+- :mod:`~rubriq.integrations.verl`: ``compute_score`` / ``compute_score_batch`` /
+  ``compute_score_float`` (verl's ``custom_reward_function``);
+- :mod:`~rubriq.integrations.verl_manager`: ``RubriQRewardManager``, a reward manager of verl's
+  reward loop (verl >= 0.7) that scores concurrent responses in batches (imports verl);
+- :mod:`~rubriq.integrations.openrlhf`: ``reward_func`` (OpenRLHF's ``--reward.remote_url``),
+  ``StopTraining``;
 - :mod:`~rubriq.integrations.trl`: :class:`~rubriq.integrations.trl.RemoteRubricRewards`,
   TRL reward functions per dimension scored by a server.
 

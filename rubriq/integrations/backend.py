@@ -6,10 +6,15 @@ the same answer either way: one dict per completion, ``EvaluationResult.to_dict(
 :func:`backend` picks one from its arguments or the environment (``RUBRIQ_URL``,
 ``RUBRIQ_API_KEY``, ``RUBRIQ_CONFIG``: a rubric YAML for in-process scoring, ``RUBRIQ_WORKERS``)
 and keeps it for the process, since the frameworks call a reward function, not a constructor.
+A process forked from one that scored (verl's PrimeRewardManager scores in a process pool) starts
+with no backend and builds its own: the parent's open connection, scoring pool and locks are the
+parent's.  (In-process scoring in such a child needs a parent that has not scored in-process
+itself: numba's OpenMP threads do not survive a fork, and numba ends a child that uses them.)
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from typing import Any
@@ -70,6 +75,16 @@ def _t0(target: Any) -> int | None:
 
 _BACKENDS: dict[tuple, Any] = {}
 _LOCK = threading.Lock()
+_INHERITED: list[Any] = []  # a forked child's copies of its parent's backends: kept, never used or closed
+
+
+def _after_fork_in_child() -> None:
+    global _BACKENDS, _LOCK
+    _INHERITED.extend(_BACKENDS.values())
+    _BACKENDS, _LOCK = {}, threading.Lock()  # the parent's lock may have been held by another thread
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def backend(url: str | None = None, api_key: str | None = None, config: str | None = None, workers: int | None = None):
@@ -88,16 +103,38 @@ def backend(url: str | None = None, api_key: str | None = None, config: str | No
         return found
 
 
+EXAMPLE_TARGET = '{"algorithm": "qft", "do_swaps": true, "inverse": false, "num_qubits": 4}'
+"""What a target spec looks like (a row's ``target`` column), for error messages."""
+
+
 def target_of(label: Any) -> str | dict:
     """A target spec from what a framework passes as the ground truth / label: the dataset's
-    JSON string, a dict, or a dict holding it under ``target`` or ``ground_truth``."""
+    JSON string, a dict, or a dict holding it under ``target`` or ``ground_truth``.  Anything
+    else (an empty label, text that is not a JSON object with an ``algorithm``) is a ValueError
+    that shows it and what a spec looks like; whether the algorithm exists is the scorer's check.
+
+    >>> target_of({"ground_truth": '{"algorithm": "qft", "num_qubits": 2}'})
+    '{"algorithm": "qft", "num_qubits": 2}'
+    >>> target_of("")
+    Traceback (most recent call last):
+    ...
+    ValueError: got '' where RubriQ needs a target spec: the JSON of a row's target column, e.g. {"algorithm": "qft", "do_swaps": true, "inverse": false, "num_qubits": 4}
+    """
     if isinstance(label, dict):
         for name in ("target", "ground_truth"):
             if name in label and "algorithm" not in label:
                 return target_of(label[name])
-        return label
-    if isinstance(label, bytes):
-        return label.decode()
-    if isinstance(label, str):
-        return label
-    raise ValueError(f"a RubriQ target is its JSON spec (the dataset's target column), got {type(label).__name__}")
+        if "algorithm" in label:
+            return label
+    elif isinstance(label, (str, bytes)):
+        text = label.decode() if isinstance(label, bytes) else str(label)  # str(): numpy's str_ too
+        try:
+            spec = json.loads(text)
+        except ValueError:
+            spec = None
+        if isinstance(spec, dict) and "algorithm" in spec:
+            return text
+    shown = repr(label) if len(repr(label)) <= 120 else repr(label)[:117] + "..."
+    raise ValueError(
+        f"got {shown} where RubriQ needs a target spec: the JSON of a row's target column, e.g. {EXAMPLE_TARGET}"
+    )

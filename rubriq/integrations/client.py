@@ -5,9 +5,15 @@ Scoring is deterministic, so a retry is always safe: :class:`RubriQClient` retri
 request (503, waiting what ``Retry-After`` says), a gateway error (502, 504), a 5xx that did not
 come from the RubriQ app (a proxy's, e.g. Ray Serve's when a replica died: the app's own answers
 carry ``X-RubriQ-Request-ID``), a connection error and a timeout, with exponential backoff and
-jitter, ``retries`` times; then :class:`RubriQUnavailable` says what was tried.  A 4xx is the
-request's fault and is raised at once as :class:`RubriQRequestError` with the server's message
-(``items[3].target: unknown target ...``).  Every answer is checked to hold one result per item.
+jitter, for ``patience`` seconds (default :data:`DEFAULT_PATIENCE`, or ``RUBRIQ_PATIENCE``: long
+enough for the service to be restarted); then :class:`RubriQUnavailable` says what was tried,
+and the caller's run stops there (a training run resumes from its last checkpoint).  A 4xx is
+the request's fault and is raised at once as :class:`RubriQRequestError` with the server's
+message (``items[3].target: unknown target ...``).  Every answer is checked to hold one result
+per item.
+
+Fork-safe: a client used in a process that was forked after it connected (a process pool of the
+trainer's) opens connections of its own there, never the parent's.
 
 >>> client = RubriQClient("http://127.0.0.1:8000")      # doctest: +SKIP
 >>> client.score(["OPENQASM 2.0; ..."], ['{"algorithm": "qft", "num_qubits": 2}'])  # doctest: +SKIP
@@ -30,6 +36,11 @@ log = logging.getLogger(__name__)
 
 URL_ENV = "RUBRIQ_URL"
 """The environment variable the adapters read the server's URL from (unset: score in-process)."""
+PATIENCE_ENV = "RUBRIQ_PATIENCE"
+"""The environment variable the client reads its default ``patience`` (seconds) from."""
+DEFAULT_PATIENCE = 600.0
+"""Seconds a request keeps retrying an unavailable server by default: a restart of the service
+(a new process, a Ray Serve replica, a rescheduled pod) fits, a lasting outage ends the run."""
 APP_HEADER = "x-rubriq-request-id"
 RETRYABLE = (502, 503, 504)
 
@@ -48,7 +59,7 @@ class RubriQRequestError(RubriQError, ValueError):
 
 
 class RubriQUnavailable(RubriQError, ConnectionError):
-    """No answer after every retry (server down, overloaded for longer than the retries last)."""
+    """No answer within the client's patience (server down, or overloaded for that long)."""
 
 
 class RubriQClient:
@@ -56,8 +67,10 @@ class RubriQClient:
 
     ``url``: the server (``http://host:8000``); ``api_key``: the bearer key (default: the
     ``RUBRIQ_API_KEY`` variable); ``timeout``: seconds to wait for one answer (a batch of slow
-    completions takes a while); ``retries`` and ``backoff``: retry policy (first wait
-    ``backoff`` s, doubling to ``max_backoff``); ``parallel``: chunks of a large batch sent at once.
+    completions takes a while); ``patience``: seconds a request keeps retrying (default
+    ``RUBRIQ_PATIENCE``, else :data:`DEFAULT_PATIENCE`), waiting ``backoff`` s first, doubling
+    to ``max_backoff``; ``retries``: at most that many retries as well (default: as many as the
+    patience allows); ``parallel``: chunks of a large batch sent at once.
     """
 
     def __init__(
@@ -67,25 +80,25 @@ class RubriQClient:
         *,
         timeout: float = 600.0,
         connect_timeout: float = 5.0,
-        retries: int = 8,
+        patience: float | None = None,
+        retries: int | None = None,
         backoff: float = 0.5,
-        max_backoff: float = 10.0,
+        max_backoff: float = 30.0,
         max_items: int | None = None,
         parallel: int = 4,
     ) -> None:
-        import httpx
-
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"url: expected http://host:port, got {url!r}")
-        if retries < 0 or backoff < 0 or parallel < 1:
-            raise ValueError("retries and backoff must be >= 0, parallel >= 1")
+        if patience is None:
+            patience = _patience_from_env()
+        if patience < 0 or (retries is not None and retries < 0) or backoff < 0 or parallel < 1:
+            raise ValueError("patience, retries and backoff must be >= 0, parallel >= 1")
         self.url = url.rstrip("/")
         key = api_key if api_key is not None else os.environ.get(API_KEY_ENV) or None
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._http = httpx.Client(
-            base_url=self.url, headers=headers, timeout=httpx.Timeout(timeout, connect=connect_timeout)
-        )
-        self.retries, self.backoff, self.max_backoff = retries, backoff, max_backoff
+        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._timeouts = (timeout, connect_timeout)
+        self._http, self._pid = self._connect(), os.getpid()
+        self.patience, self.retries, self.backoff, self.max_backoff = patience, retries, backoff, max_backoff
         self.parallel = parallel
         self._max_items = max_items
         self.stats = {"requests": 0, "retries": 0}
@@ -100,7 +113,22 @@ class RubriQClient:
         self.close()
 
     def close(self) -> None:
-        self._http.close()
+        if self._pid == os.getpid():  # a forked child leaves the parent's connections alone
+            self._http.close()
+
+    def _connect(self) -> Any:
+        import httpx
+
+        timeout, connect = self._timeouts
+        return httpx.Client(base_url=self.url, headers=self._headers, timeout=httpx.Timeout(timeout, connect=connect))
+
+    @property
+    def http(self) -> Any:
+        """This process's ``httpx.Client``: after a fork, a new one (the parent's open connections
+        belong to the parent; a child writing to them garbles both processes' requests)."""
+        if self._pid != os.getpid():
+            self._http, self._pid = self._connect(), os.getpid()
+        return self._http
 
     # -- routes ----------------------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
@@ -158,11 +186,13 @@ class RubriQClient:
         content = None if payload is None else json.dumps(payload).encode()
         headers = {"content-type": "application/json"} if content is not None else None
         delay, start, last = self.backoff, time.monotonic(), ""
-        for attempt in range(self.retries + 1):
+        deadline, attempt = start + self.patience, 0
+        while True:
+            attempt += 1
             self.stats["requests"] += 1
             wait = delay
             try:
-                response = self._http.request(method, path, content=content, headers=headers)
+                response = self.http.request(method, path, content=content, headers=headers)
             except httpx.TransportError as exc:  # connect/read errors, timeouts, dropped connections
                 last = f"{type(exc).__name__}: {exc}"
             else:
@@ -178,19 +208,38 @@ class RubriQClient:
                         wait = max(wait, float(retry_after))
                 else:
                     raise RubriQRequestError(status, message, response.headers.get(APP_HEADER))
-            if attempt == self.retries:
+            left = deadline - time.monotonic()
+            if left <= 0 or (self.retries is not None and attempt > self.retries):
                 break
             self.stats["retries"] += 1
-            pause = min(self.max_backoff, wait) * random.uniform(0.8, 1.2)
-            log.info(
-                "%s %s%s: %s; retry %d of %d in %.1f s", method, self.url, path, last, attempt + 1, self.retries, pause
+            pause = min(min(self.max_backoff, wait) * random.uniform(0.8, 1.2), left)  # the last try at the deadline
+            (log.warning if attempt == 1 else log.info)(
+                "%s %s%s: %s; retry %d in %.1f s (patience left: %.0f s)",
+                method,
+                self.url,
+                path,
+                last,
+                attempt,
+                pause,
+                left,
             )
             time.sleep(pause)
             delay = min(self.max_backoff, delay * 2)
         raise RubriQUnavailable(
-            f"{method} {self.url}{path}: no answer after {self.retries + 1} tries over "
-            f"{time.monotonic() - start:.1f} s (last: {last}); is `rubriq serve` running there?"
+            f"{method} {self.url}{path}: no answer after {attempt} tries over {time.monotonic() - start:.1f} s "
+            f"(last: {last}); is `rubriq serve` running there? The client waits {self.patience:g} s "
+            f"(patience=, or {PATIENCE_ENV} in the trainer's environment)"
         )
+
+
+def _patience_from_env() -> float:
+    value = os.environ.get(PATIENCE_ENV, "").strip()
+    if not value:
+        return DEFAULT_PATIENCE
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{PATIENCE_ENV}: seconds the client waits for an unavailable server, got {value!r}") from None
 
 
 def _message(response: Any) -> str:

@@ -1,8 +1,9 @@
 """The rubric's TRL reward functions, scored by ``rubriq serve``: :class:`RemoteRubricRewards` is
 :class:`rubriq.training.rewards.RubricRewards` with the scoring sent to a server, so TRL's
 ``GRPOTrainer`` gets the same functions (one per dimension, named after it, with the rubric's
-weights), the same per-dimension logging (``rewards/<dimension>``) and the same batch metrics,
-while the CPUs that score are the server's.
+weights), the same logging (TRL's ``rewards/<dimension>/mean`` and ``/std``, the batch metrics
+and ``timing/reward_s``, here the seconds spent waiting for the server), while the CPUs that
+score are the server's.
 
 The weights TRL sums with are the server's rubric (``GET /v1/rubric``), so TRL's reward is
 exactly the server's R.  Each distinct (target, completion) of a batch is sent once and kept in
@@ -16,6 +17,7 @@ the functions' shared cache: the five functions of a batch cost one request.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 from rubriq.cache import LRUCache
@@ -44,6 +46,7 @@ class RemoteRubricRewards(RubricRewards):
         self.__init__(url, api_key, cache_size, **client)  # type: ignore[misc]
 
     def results(self, completions: list, target: list) -> list[EvaluationResult]:
+        start = time.perf_counter()
         texts = [completion_text(c) for c in completions]
         specs = list(target)
         if len(specs) != len(texts):
@@ -58,6 +61,7 @@ class RemoteRubricRewards(RubricRewards):
                 self._t0s[key[0]] = answer.get("t0")
                 self._results[key] = batch[key] = result_from_dict(answer)
                 self.stats["evaluated"] += 1
+        self.stats["seconds"] += time.perf_counter() - start  # timing/reward_s: the wait for the server
         return [batch[k] for k in keys]
 
     def t0(self, spec: str | dict) -> int | None:
