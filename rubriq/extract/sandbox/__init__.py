@@ -69,7 +69,10 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
         raise PythonExecutionError(f"code larger than {MAX_CODE_BYTES} bytes")
     timeout = cfg.python_timeout_s if timeout_s is None else min(cfg.python_timeout_s, timeout_s)
     if timeout <= 0:
-        raise PythonTimeout("no time left in the evaluation budget")
+        raise PythonTimeout(
+            f"no sandbox time left for this completion (its Python blocks share python_timeout_s = "
+            f"{cfg.python_timeout_s:g} s, within the evaluation budget)"
+        )
     job = {
         "code": code,
         "timeout_s": timeout,
