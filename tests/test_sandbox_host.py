@@ -325,22 +325,21 @@ def test_a_world_readable_canary_of_the_host_is_unreadable_from_a_job(canaries, 
 
 
 PLAGIARISE = """from qiskit import QuantumCircuit
-from qiskit import qasm2
 import numpy as np
-found = None
+qc = None
 paths = [RECORD]
 GLOB
 for path in paths:
     try:
         text = bytes(np.fromfile(path, dtype=np.uint8)).decode()
-    except (OSError, ValueError):
+        body = text.split('"completion": "', 1)[1].rsplit('"', 1)[0]
+        found = QuantumCircuit.from_qasm_str(body.replace('\\\\n', '\\n').replace('\\\\"', '"'))
+    except Exception:
         continue
-    start = text.find('OPENQASM')
-    if start >= 0:
-        found = text[start:text.find('"', start)].replace('\\\\n', '\\n')
-if found:
-    qc = qasm2.loads(found)
-else:
+    if found.num_qubits == 3:
+        qc = found
+        break
+if qc is None:
     qc = QuantumCircuit(3)
     qc.x(0)
 """
@@ -363,8 +362,10 @@ def test_a_completion_that_copies_a_stored_record_scores_what_it_builds_itself(c
         check_code(code)  # it passes the pre-filter: only the file layer stops it
     result = _evaluator(prefilter, cache_size=0).evaluate(_fenced(code))
     assert result.error is None, result.to_dict()
-    assert result.reward == pytest.approx(_reward_of(X0_QASM), abs=1e-12)
-    assert abs(result.reward - stored["reward"]) > 0.1
+    own = RubriQEvaluator(target_algorithm="qft", num_qubits=3, config=_config(True)).evaluate(X0_QASM)
+    assert result.reward == pytest.approx(own.reward, abs=1e-12)  # before: exactly the record's reward
+    assert result.process_fidelity == pytest.approx(own.process_fidelity, abs=1e-12) and own.process_fidelity < 0.5
+    assert stored["reward"] - result.reward > 0.05
 
 
 @PREFILTER
