@@ -28,6 +28,7 @@ checks its return value.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import resource
 import signal
@@ -95,8 +96,9 @@ class LayerError(OSError):
     """A layer could not be set up."""
 
 
+@functools.cache
 def _libc():
-    return ctypes.CDLL(None, use_errno=True)
+    return ctypes.CDLL(None, use_errno=True)  # loaded once: the zygote's processes inherit it
 
 
 def _check(ret: int, what: str) -> None:
@@ -193,12 +195,8 @@ def clone_root_parts(plan: rootfs.RootPlan) -> list[tuple[str, int, bool]]:
     _check(_libc().mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     parts: list[tuple[str, int, bool]] = []
     try:
-        for tree in plan.trees:
-            parts.append((tree, clone_tree(tree, READ_ONLY), os.path.isdir(tree)))
-        for view, real in plan.files:
-            parts.append((view, clone_tree(real, READ_ONLY), False))
-        for device in rootfs.DEVICES:
-            parts.append((device, clone_tree(device, DEVICE), False))
+        for view, real, folder in plan.mounts():
+            parts.append((view, clone_tree(real, DEVICE if real in rootfs.DEVICES else READ_ONLY), folder))
     except BaseException:
         for _, fd, _ in parts:
             os.close(fd)
@@ -206,17 +204,12 @@ def clone_root_parts(plan: rootfs.RootPlan) -> list[tuple[str, int, bool]]:
     return parts
 
 
-def _make(path: str, folder: bool) -> None:
-    os.makedirs(path if folder else os.path.dirname(path), exist_ok=True)
-    if not folder and not os.path.lexists(path):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444))
-
-
 def enter_minimal_root(plan: rootfs.RootPlan, parts: list[tuple[str, int, bool]]) -> None:
     """Take the mapped (unprivileged) ids and make a new root of only ``parts``: an empty tmpfs
-    with the skeleton (the symbolic links of the plan, /dev, /proc, an empty private /tmp), each
-    part attached read-only at its path, then pivot_root(2) into it.  The host's tree stays at
-    OLD_ROOT until :func:`leave_host_root` (init needs it visible to mount its /proc)."""
+    with the skeleton of the plan (its folders, the files the libraries are bound on, its
+    symbolic links, /dev, /proc, an empty private /tmp), each part attached read-only at its
+    path, then pivot_root(2) into it.  The host's tree stays at OLD_ROOT until
+    :func:`leave_host_root` (init needs it visible to mount its /proc)."""
     libc = _libc()
     become_mapped_root()
     root = STAGING
@@ -224,14 +217,13 @@ def enter_minimal_root(plan: rootfs.RootPlan, parts: list[tuple[str, int, bool]]
         libc.mount(b"tmpfs", root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k,nr_inodes=4096,mode=0755"),
         f"tmpfs on {root}",
     )
-    for link, target in plan.links + rootfs.DEV_LINKS:
-        os.makedirs(root + os.path.dirname(link), exist_ok=True)
-        if not os.path.lexists(root + link):
-            os.symlink(target, root + link)
-    for name in ("proc", "tmp", OLD_ROOT.strip("/")):
-        os.makedirs(f"{root}/{name}", exist_ok=True)
-    for view, fd, folder in parts:
-        _make(root + view, folder)
+    for folder in plan.folders + (OLD_ROOT,):
+        os.mkdir(root + folder)
+    for path in plan.mount_files:
+        os.close(os.open(root + path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444))
+    for link, target in plan.links:
+        os.symlink(target, root + link)
+    for view, fd, _ in parts:
         attach_tree(fd, root + view)
         os.close(fd)
     _check(

@@ -47,26 +47,63 @@ DEFAULT_LIBRARY_DIRS = (
 )
 """Searched after ``/etc/ld.so.conf``'s folders, as glibc's loader does on x86-64 (multiarch first)."""
 SKELETON = ("dev", "proc", "tmp")
-"""Top-level folders every minimal root has besides those of the exposed paths."""
+"""Folders every minimal root has besides those of the exposed paths."""
 WORKDIR = "/tmp"
 """The job's working directory: its private, empty /tmp."""
 
 
 @dataclass(frozen=True)
 class RootPlan:
-    """The contents of a job's minimal root (absolute host paths)."""
+    """The contents of a job's minimal root (absolute host paths), and its skeleton."""
 
     trees: tuple[str, ...]
     """Folders bound read-only at the same path (outermost only)."""
     files: tuple[tuple[str, str], ...]
     """(path in the job's view, real file) of each shared library bound on its own."""
     links: tuple[tuple[str, str], ...]
-    """(path, target) of each symbolic link made again so that the paths above resolve."""
+    """(path, target) of each symbolic link made again so that the paths above resolve (and
+    /dev/fd, /dev/stdin, ...)."""
+    folders: tuple[str, ...] = ()
+    """Every folder of the skeleton, parents first (mount points of the folder trees included)."""
+    mount_files: tuple[str, ...] = ()
+    """Empty files of the skeleton that single files (libraries, devices) are bound on."""
 
     def top_level(self) -> frozenset[str]:
         """The names the job's ``/`` may list."""
-        names = {p.split("/")[1] for p in self.trees} | {p.split("/")[1] for p, _ in self.files + self.links}
-        return frozenset(names | set(SKELETON))
+        return frozenset(p.split("/")[1] for p in self.folders + self.mount_files + tuple(p for p, _ in self.links))
+
+    def mounts(self) -> list[tuple[str, str, bool]]:
+        """(path in the job's view, host path, whether it is a folder) of every bound part."""
+        return (
+            [(t, t, os.path.isdir(t)) for t in self.trees]
+            + [(view, real, False) for view, real in self.files]
+            + [(d, d, False) for d in DEVICES]
+        )
+
+
+def _skeleton(plan: RootPlan) -> RootPlan:
+    """``plan`` with the folders and files its mounts and links need."""
+    folders: dict[str, None] = {f"/{name}": None for name in SKELETON}
+    files: list[str] = []
+
+    def parents(path: str) -> None:
+        parts = path.strip("/").split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            folders.setdefault("/" + "/".join(parts[:i]), None)
+
+    for view, _, folder in plan.mounts():
+        parents(view)
+        if folder:
+            folders.setdefault(view, None)
+        else:
+            files.append(view)
+    for link, _ in plan.links:
+        parents(link)
+    links = {link for link, _ in plan.links}
+    clash = [p for p in list(folders) + files if any(_under(p, link) for link in links)]
+    if clash:
+        raise ValueError(f"the minimal root would put {clash[0]} under a symbolic link")
+    return RootPlan(plan.trees, plan.files, plan.links, tuple(folders), tuple(files))
 
 
 def _under(path: str, parent: str) -> bool:
@@ -285,7 +322,7 @@ def plan() -> RootPlan:
         view = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
         if not any(_under(view, t) for t in trees):
             files.setdefault(view, real)
-    return RootPlan(tuple(trees), tuple(sorted(files.items())), tuple(sorted(links.items())))
+    return _skeleton(RootPlan(tuple(trees), tuple(sorted(files.items())), tuple(sorted(links.items())) + DEV_LINKS))
 
 
 __all__ = ["DEVICES", "RootPlan", "WORKDIR", "elf_needs", "import_trees", "library_files", "plan"]
