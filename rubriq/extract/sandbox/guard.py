@@ -140,6 +140,18 @@ DANGEROUS_NAMES = frozenset(
         "cloudpickle",
         "warnings",
         "logging",
+        # modules that read attributes or evaluate text by a run-time string, reachable through
+        # qiskit's and numpy's own modules (tests/test_sandbox_host.py walks them): typing
+        # (get_type_hints evaluates string annotations), string (Formatter.get_field), operator
+        # (attrgetter, methodcaller), six (exec_), enum's alias of builtins, stevedore (imports
+        # plugins by name), copyreg (pickle's registry)
+        "typing",
+        "string",
+        "operator",
+        "six",
+        "bltns",
+        "stevedore",
+        "copyreg",
     }
 )
 # Frame, traceback, generator/coroutine and code objects: a running generator's frame leads to
