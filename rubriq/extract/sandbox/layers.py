@@ -219,6 +219,11 @@ def enter_minimal_root(plan: rootfs.RootPlan, parts: list[tuple[str, int, bool]]
     )
     for folder in plan.folders + (OLD_ROOT,):
         os.mkdir(root + folder)
+        if folder == rootfs.WORKDIR:  # first, so that a part of the plan under /tmp stays visible
+            _check(
+                libc.mount(b"tmpfs", (root + folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=1777"),
+                f"tmpfs on {folder}",
+            )
     for path in plan.mount_files:
         os.close(os.open(root + path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444))
     for link, target in plan.links:
@@ -226,10 +231,6 @@ def enter_minimal_root(plan: rootfs.RootPlan, parts: list[tuple[str, int, bool]]
     for view, fd, _ in parts:
         attach_tree(fd, root + view)
         os.close(fd)
-    _check(
-        libc.mount(b"tmpfs", f"{root}/tmp".encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=1777"),
-        "tmpfs on /tmp",
-    )
     os.chdir(root)
     _check(libc.syscall(SYS_PIVOT_ROOT, b".", OLD_ROOT.lstrip("/").encode()), "pivot_root")
     os.chdir("/")
@@ -400,13 +401,14 @@ def check_isolation(
     outside_uid: int,
     host_root: bool,
     root_names: frozenset[str],
+    workdir_names: frozenset[str] = frozenset(),
     pdeathsig_on: bool = True,
 ) -> dict[str, str]:
     """{layer: why it is missing} for every layer of LAYERS that the facts do not show.
 
     ``outside_uid`` and ``host_root`` are the zygote's (:func:`outside_ids`, euid 0): inside its
-    namespace the child is uid 0 whatever it is outside; ``root_names``: what the job's ``/`` may
-    list (``rootfs.RootPlan.top_level``)."""
+    namespace the child is uid 0 whatever it is outside; ``root_names`` and ``workdir_names``:
+    what the job's ``/`` and its working directory may list (``rootfs.RootPlan.listing``)."""
     missing: dict[str, str] = {}
     ns = facts.get("ns") or {}
     for name, layer in (
@@ -424,7 +426,7 @@ def check_isolation(
     entries = facts.get("root_entries")
     if not isinstance(entries, list) or not set(entries) <= root_names:
         missing["minimal_root"] = f"the job's / lists {entries} (expected only {sorted(root_names)})"
-    elif facts.get("cwd") != rootfs.WORKDIR or facts.get("cwd_entries") != []:
+    elif facts.get("cwd") != rootfs.WORKDIR or not set(facts.get("cwd_entries") or []) <= workdir_names:
         missing["minimal_root"] = f"the job's working directory is {facts.get('cwd')!r} ({facts.get('cwd_entries')})"
     uid_map = facts.get("uid_map") or []
     if uid_map[:3] != ["0", str(outside_uid), "1"]:

@@ -68,9 +68,12 @@ class RootPlan:
     mount_files: tuple[str, ...] = ()
     """Empty files of the skeleton that single files (libraries, devices) are bound on."""
 
-    def top_level(self) -> frozenset[str]:
-        """The names the job's ``/`` may list."""
-        return frozenset(p.split("/")[1] for p in self.folders + self.mount_files + tuple(p for p, _ in self.links))
+    def listing(self, folder: str = "/") -> frozenset[str]:
+        """The names the job's ``folder`` may list (``/``, or its working directory, which is
+        empty unless the interpreter's paths lie under /tmp)."""
+        prefix = folder.rstrip("/") + "/"
+        paths = self.folders + self.mount_files + tuple(p for p, _ in self.links)
+        return frozenset(p[len(prefix) :].split("/")[0] for p in paths if p.startswith(prefix) and p != prefix)
 
     def mounts(self) -> list[tuple[str, str, bool]]:
         """(path in the job's view, host path, whether it is a folder) of every bound part."""

@@ -274,7 +274,8 @@ class _Context:
         self.zygote_pid = os.getpid()
         self.template_pid = 0
         self.root_plan = rootfs.plan()  # the zygote's imports do not change between jobs
-        self.root_names = self.root_plan.top_level()
+        self.root_names = self.root_plan.listing("/")
+        self.workdir_names = self.root_plan.listing(rootfs.WORKDIR)
 
     def ids(self, lane: int) -> tuple[int, int]:
         from rubriq.extract.sandbox import layers
@@ -284,7 +285,9 @@ class _Context:
     def missing(self, facts: dict, lane: int) -> dict[str, str]:
         from rubriq.extract.sandbox import layers
 
-        found = layers.check_isolation(facts, self.host_ns, self.ids(lane)[0], self.root, self.root_names)
+        found = layers.check_isolation(
+            facts, self.host_ns, self.ids(lane)[0], self.root, self.root_names, self.workdir_names
+        )
         return {k: clean_text(str(v), 200) for k, v in found.items()}
 
 
@@ -416,7 +419,9 @@ def _child(ctx: _Context, control_r: int, status_w: int, result_w: int) -> None:
             if job.get("strict", True):
                 raise  # non-strict: run without it; the facts below report it missing
         facts = layers.isolation_facts()
-        missing = layers.check_isolation(facts, ctx.host_ns, int(job["outside_uid"]), ctx.root, ctx.root_names)
+        missing = layers.check_isolation(
+            facts, ctx.host_ns, int(job["outside_uid"]), ctx.root, ctx.root_names, ctx.workdir_names
+        )
     except BaseException as exc:
         _setup_failure(status_w, "child", exc)
     _line(status_w, {"facts": facts, "missing": missing})
