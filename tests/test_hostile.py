@@ -706,7 +706,7 @@ def _hidden_ancestor(path: str) -> str | None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="this run is already unprivileged")
-@pytest.mark.timeout(int(1000 * TIME_SCALE))  # three test files again (~4 min on 2 free cores)
+@pytest.mark.timeout(int(1000 * TIME_SCALE))  # four test files again (~7 min on 2 loaded cores)
 def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
     """The hostile corpus, the seccomp table, the integrity cases and the host-file cases again,
     as `nobody` (setpriv), with every layer required: the sandbox must hold without root. An interpreter under a 0700 directory (pyenv in

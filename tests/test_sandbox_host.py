@@ -97,6 +97,15 @@ def canaries():
         remove_canaries(places)
 
 
+def _may_list() -> set[str]:
+    """What a job's / may list here: its skeleton, the top folders of the interpreter's paths and
+    of the repository (RubriQ's package), and those of the system libraries."""
+    import sys
+
+    tops = {Path(p).resolve().parts[1] for p in (sys.prefix, sys.base_prefix, str(REPO))}
+    return {"dev", "proc", "tmp", "usr", "lib", "lib64"} | tops
+
+
 def _reward_of(qasm: str) -> float:
     """The reward of a QASM circuit for QFT-3, scored in this process (no sandbox)."""
     result = RubriQEvaluator(target_algorithm="qft", num_qubits=3, config=_config(True)).evaluate(qasm)
@@ -130,7 +139,7 @@ def test_the_match_class_pattern_bypass_is_refused(prefilter, honest_reward):
     _assert_refused_or(result, prefilter, ran="ran: ")
     if not prefilter:
         listed = set(result.error.split("ran: ", 1)[1].split(";")[0].split())
-        assert {"etc", "home", "var", "opt"}.isdisjoint(listed), listed
+        assert listed <= _may_list() and "etc" not in listed, listed
     _assert_next_honest_is_exact(prefilter, honest_reward)
 
 
@@ -480,9 +489,9 @@ def test_a_job_lists_only_its_minimal_root(prefilter):
     view = result.error.split("view ", 1)[1]
     root = set(ast.literal_eval(re.search(r"root=(\[.*?\])", view).group(1)))
     tops = set(ast.literal_eval(re.search(r"tops=(\[.*?\])", view).group(1)))
-    assert {"dev", "proc", "tmp"} <= root and tops <= root | {""}, view
+    assert {"dev", "proc", "tmp"} <= root <= _may_list() and tops <= root | {""}, view
     host = {p.name for p in Path("/").iterdir()}
-    assert {"etc", "var", "sys"} <= host - root, view  # these the host has, the job does not
+    assert {"etc", "sys"} <= host - root, view  # these the host has, the job does not
     assert "cwd=/tmp [] etc=False" in view, view
 
 

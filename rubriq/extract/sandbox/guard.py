@@ -226,7 +226,9 @@ ALLOWED_DUNDER_DEFINITIONS = frozenset(
 
 # -- every identifier of the grammar --------------------------------------------------------------
 # What an identifier does decides how strictly it is checked: reading an attribute of an object
-# ("attribute": no private, dunder, module, IBM service or introspection name), reading or
+# ("attribute": no private, dunder, module, IBM service or introspection name), naming a module
+# ("module": a dotted path, each part after the first an attribute read; the first, a package,
+# must not be private and is checked against the allowed imports by _check_import), reading or
 # assigning a variable ("name": no dangerous builtin, no dunder), binding a new name that reads
 # nothing ("binding": a function, class, parameter, keyword argument, alias or capture name; no
 # dunder but a few method names).  Every identifier field of Python's grammar has one role below;
@@ -235,8 +237,8 @@ ALLOWED_DUNDER_DEFINITIONS = frozenset(
 IDENTIFIER_ROLES: dict[tuple[str, str], str] = {
     ("Attribute", "attr"): "attribute",
     ("MatchClass", "kwd_attrs"): "attribute",  # case C(attr=p): reads subject.attr
-    ("ImportFrom", "module"): "attribute",  # each dotted part (module rules in _check_import)
-    ("alias", "name"): "attribute",  # an imported module path or a name read from a module
+    ("ImportFrom", "module"): "module",  # a dotted module path (and the rules of _check_import)
+    ("alias", "name"): "module",  # an imported module path, or a name read from a module
     ("Name", "id"): "name",
     ("Global", "names"): "name",
     ("Nonlocal", "names"): "name",
@@ -312,6 +314,12 @@ def check_identifier(name: str, role: str) -> None:
     elif role == "name":
         if name in FORBIDDEN_NAMES or (name.startswith("__") and name not in ALLOWED_DUNDER_NAMES):
             raise GuardError(f"use of {name!r} is not allowed")
+    elif role == "module":
+        first, *rest = name.split(".")
+        if first.startswith("_"):
+            raise GuardError(f"the module name {first!r} is not allowed")
+        for part in rest:
+            check_identifier(part, "attribute")
     elif role == "binding":
         if name.startswith("__") and name not in ALLOWED_DUNDER_DEFINITIONS:
             raise GuardError(f"the name {name!r} is not allowed")
@@ -335,8 +343,7 @@ def _check_identifiers(node: ast.AST) -> None:
                 continue
             if not isinstance(name, str):
                 raise GuardError(f"{node_type.__name__}.{field} holds a {type(name).__name__}, not an identifier")
-            for part in name.split(".") if role == "attribute" else [name]:
-                check_identifier(part, role)
+            check_identifier(name, role)
 
 
 # -- imports and the rest ---------------------------------------------------------------------------
