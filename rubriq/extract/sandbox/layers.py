@@ -5,19 +5,22 @@ For each job the zygote forks three processes, each with one role::
     zygote Z (pre-imported Qiskit, never runs untrusted code)
       └─ template T (forked from Z before any job: the pristine state every job starts from)
       └─ S  supervisor (forked by T): drops supplementary groups, unshare(user, pid, mount, net, ipc, uts);
-            the zygote writes its uid/gid map (inside uid 0 -> an outside uid that owns nothing:
-            61000 + slot as root, the caller's own uid otherwise); S then builds the mount view
-            (private propagation; empty tmpfs over /tmp, /dev/shm, /var/tmp, /run, /root, /home;
-            the interpreter's paths bound back read-only; credential files covered)
-         └─ I  init of the new PID namespace (pid 1): a fresh /proc for that namespace, hostname;
-               waits for K.  When I dies the kernel kills every
-               process of the namespace; I dies with S, S with the zygote (PR_SET_PDEATHSIG).
-            └─ K  the child (pid 2): closes every descriptor but its result pipe, rlimits, drops
-                  every capability (bounding set too), no_new_privs, the seccomp allow-list
-                  (seccomp.py), then runs the completion.
+            clones every part of the job's minimal root read-only (rootfs.py; with the zygote's
+            file access, ahead of the job); the zygote writes its uid/gid map (inside uid 0 ->
+            an outside uid that owns nothing: 61000 + slot as root, the caller's own uid
+            otherwise); S then takes that uid, puts the parts together on an empty tmpfs (with
+            an empty private /tmp) and pivot_root()s into it
+         └─ I  init of the new PID namespace (pid 1): a fresh /proc for that namespace, then the
+               host's tree detached and / read-only, hostname; waits for K.  When I dies the
+               kernel kills every process of the namespace; I dies with S, S with the zygote
+               (PR_SET_PDEATHSIG).
+            └─ K  the child (pid 2): closes every descriptor but its result pipe, rlimits (a task
+                  limit among them), drops every capability (bounding set too), no_new_privs, the
+                  seccomp allow-list (seccomp.py), then runs the completion.
 
 Before the completion runs, K records what the kernel says about itself (namespace inodes,
-capabilities, no_new_privs, seccomp mode, uid map, the pids it can see): :func:`isolation_facts`.
+capabilities, no_new_privs, seccomp mode, uid map, the pids it can see, its rlimits, what its
+root and working directory list): :func:`isolation_facts`.
 The zygote compares them with its own (:func:`check_isolation`) for every job, so a missing
 layer is never silent.
 

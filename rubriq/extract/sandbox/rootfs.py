@@ -80,7 +80,7 @@ class RootPlan:
         return (
             [(t, t, os.path.isdir(t)) for t in self.trees]
             + [(view, real, False) for view, real in self.files]
-            + [(d, d, False) for d in DEVICES]
+            + [(d, d, False) for d in DEVICES if os.path.exists(d)]
         )
 
 
