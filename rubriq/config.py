@@ -200,7 +200,8 @@ class ExtractionConfig:
     """Reject code outside the honest subset (AST check) before spending a process on it.
     A fast path, not the security boundary: the sandbox holds with it off."""
     python_timeout_s: float = 10.0
-    """Wall-clock limit of one Python execution (Qiskit is pre-imported by the sandbox worker)."""
+    """Wall-clock limit of the Python of one completion: its Python blocks (and the attempt to run
+    the whole text) share it (Qiskit is pre-imported by the sandbox worker)."""
     sandbox_workers: int = 2
     """Pre-started sandbox workers (zygotes) per evaluating process."""
     sandbox_max_jobs: int = 0

@@ -12,6 +12,7 @@ OS-level layers are shown to hold on their own.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import threading
@@ -705,10 +706,10 @@ def _hidden_ancestor(path: str) -> str | None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="this run is already unprivileged")
-@pytest.mark.timeout(int(1000 * TIME_SCALE))  # three test files again (~4 min on 2 free cores)
+@pytest.mark.timeout(int(1000 * TIME_SCALE))  # four test files again (~7 min on 2 loaded cores)
 def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
-    """The hostile corpus and the seccomp table again, as `nobody` (setpriv), with every layer
-    required: the sandbox must hold without root. An interpreter under a 0700 directory (pyenv in
+    """The hostile corpus, the seccomp table, the integrity cases and the host-file cases again,
+    as `nobody` (setpriv), with every layer required: the sandbox must hold without root. An interpreter under a 0700 directory (pyenv in
     /root) is made reachable for that run only, in a private mount namespace (unshare)."""
     import shutil
     import subprocess
@@ -751,6 +752,7 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
         "tests/test_hostile.py",
         "tests/test_seccomp.py",
         "tests/test_sandbox_integrity.py",
+        "tests/test_sandbox_host.py",
         "-k",
         "not unprivileged",
     ]
@@ -758,7 +760,11 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
         "exec setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "
         + " ".join(f"'{a}'" for a in pytest_cmd)
     )
+    from tests.test_sandbox_host import CANARIES_ENV, make_canaries, remove_canaries
+
+    canaries = make_canaries(f"nobody-{os.getpid()}")  # nobody cannot write where they must lie
     env = {
+        CANARIES_ENV: json.dumps({k: str(v) for k, v in canaries.items()}),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -777,6 +783,7 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
         )
     finally:
         shutil.rmtree(home, ignore_errors=True)
+        remove_canaries(canaries)
     tail = (proc.stdout + proc.stderr)[-3000:]
     assert proc.returncode == 0, tail
     assert " passed" in tail and " failed" not in tail and " error" not in tail, tail

@@ -53,6 +53,7 @@ from typing import Any
 
 from rubriq.evaluation.records import Record
 from rubriq.evaluation.settings import EndpointSettings
+from rubriq.extract.files import open_record
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ class CompletionCache:
         with self._lock:
             self.entries[entry["key"]] = entry
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as fh:
+            with open_record(self.path, "a") as fh:  # 0600: completions and their scores
                 fh.write(("\n" if self._torn else "") + json.dumps(entry, sort_keys=True) + "\n")
                 fh.flush()
             self._torn = False

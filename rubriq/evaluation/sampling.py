@@ -17,6 +17,7 @@ from typing import Any
 from rubriq.config import RubricConfig
 from rubriq.evaluation.records import Record, ScoredRecord
 from rubriq.evaluation.settings import EvalSettings
+from rubriq.extract.files import open_record
 
 
 def dataset_of(row: dict) -> str:
@@ -184,7 +185,7 @@ def save_records(records: Iterable[Record], path: str | Path) -> Path:
     """One JSON object per line (``Record.to_json``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
+    with open_record(path, "w") as fh:  # 0600: records hold completions and their rewards
         for r in records:
             fh.write(json.dumps(r.to_json()) + "\n")
     return path

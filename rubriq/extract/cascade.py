@@ -10,6 +10,10 @@ priority order; the first that yields a circuit with at least one qubit wins:
    executed in the sandbox);
 3. ``python_code``: the whole text as Qiskit-Python code, executed out of process.
 
+Python runs in the sandbox with one time budget per completion: every Python block of the text
+and the whole-text attempt share ``python_timeout_s`` of wall-clock, counted from the start of
+the extraction (and never past the evaluation's own deadline).
+
 A strategy raises ``NotApplicable`` when it does not apply and any other error when it
 applies but fails; the
 reasons of every failure are kept so that a reward of 0 always comes with an explanation.
@@ -150,10 +154,13 @@ def extract(text: str, cfg: ExtractionConfig = ExtractionConfig(), deadline: Dea
     if not isinstance(text, str):
         result.attempts.append(("input", f"expected a string, got {type(text).__name__}"))
         return result
+    # One sandbox time budget per completion: its Python blocks (and the whole-text attempt)
+    # share python_timeout_s of wall-clock from here, so that several blocks cannot each take it.
+    sandbox_deadline = deadline.within(cfg.python_timeout_s)
     for name, strategy in STRATEGIES:
         deadline.check("extraction")
         try:
-            circuit = strategy(text, cfg, deadline)
+            circuit = strategy(text, cfg, sandbox_deadline)
         except NotApplicable as exc:
             result.attempts.append((name, str(exc)))
             continue

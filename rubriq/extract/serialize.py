@@ -60,6 +60,31 @@ def circuit_to_payload(circuit: QuantumCircuit, max_ops: int = 200_000) -> dict[
     return {"num_qubits": circuit.num_qubits, "ops": ops}
 
 
+def _angles(params: list) -> list[float] | None:
+    """The parameters as finite floats; None when one is not a number or out of float's range
+    (an int of 400 digits is a number JSON can carry, but no angle)."""
+    angles = []
+    for p in params:
+        if isinstance(p, bool) or not isinstance(p, (int, float)):
+            return None
+        try:
+            value = float(p)
+        except OverflowError:
+            return None
+        if not math.isfinite(value):
+            return None
+        angles.append(value)
+    return angles
+
+
+def _shown(value: Any) -> str:
+    """At most 80 characters of ``value`` for an error message (ints too long for ``str`` included)."""
+    try:
+        return str(value)[:80]
+    except ValueError:  # an int beyond sys.get_int_max_str_digits()
+        return f"<{type(value).__name__} too large to show>"
+
+
 def payload_to_circuit(payload: Any, max_qubits: int = 64, max_ops: int = 200_000) -> QuantumCircuit:
     """Rebuild a circuit from a payload, validating every field against the allow-list."""
     if not isinstance(payload, dict):
@@ -67,13 +92,13 @@ def payload_to_circuit(payload: Any, max_qubits: int = 64, max_ops: int = 200_00
     n = payload.get("num_qubits")
     ops = payload.get("ops")
     if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= max_qubits:
-        raise PayloadError(f"num_qubits must be an integer in [0, {max_qubits}], got {n!r}")
+        raise PayloadError(f"num_qubits must be an integer in [0, {max_qubits}], got {_shown(n)}")
     if not isinstance(ops, list) or len(ops) > max_ops:
         raise PayloadError(f"ops must be a list of at most {max_ops} gates")
     circuit = QuantumCircuit(n)
     for item in ops:
         if not (isinstance(item, list) and len(item) == 3):
-            raise PayloadError(f"malformed gate entry {str(item)[:80]}")
+            raise PayloadError(f"malformed gate entry {_shown(item)}")
         name, qubits, params = item
         template = ALLOWED_GATES.get(name) if isinstance(name, str) else None
         if template is None:
@@ -84,13 +109,10 @@ def payload_to_circuit(payload: Any, max_qubits: int = 64, max_ops: int = 200_00
             or not all(isinstance(q, int) and not isinstance(q, bool) and 0 <= q < n for q in qubits)
             or len(set(qubits)) != len(qubits)
         ):
-            raise PayloadError(f"bad qubits {str(qubits)[:80]} for {name}")
-        if (
-            not isinstance(params, list)
-            or len(params) != len(template.params)
-            or not all(isinstance(p, (int, float)) and not isinstance(p, bool) and math.isfinite(p) for p in params)
-        ):
-            raise PayloadError(f"bad parameters {str(params)[:80]} for {name}")
-        gate = type(template)(*[float(p) for p in params]) if params else template
+            raise PayloadError(f"bad qubits {_shown(qubits)} for {name}")
+        angles = _angles(params) if isinstance(params, list) and len(params) == len(template.params) else None
+        if angles is None:
+            raise PayloadError(f"bad parameters {_shown(params)} for {name}")
+        gate = type(template)(*angles) if angles else template
         circuit.append(gate, qubits)
     return circuit

@@ -70,6 +70,7 @@ from typing import Any, Literal
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
 from rubriq.evaluation.metrics import mean_ci
 from rubriq.evaluation.records import RecordLike
+from rubriq.extract.files import open_record
 from rubriq.tables import fmt, format_ci, markdown_table
 
 log = logging.getLogger(__name__)
@@ -599,7 +600,7 @@ def run_arm(
 
         def record_batch(results, targets, prompts) -> None:
             batches[0] += 1
-            with open(arm_dir / "train_scores.jsonl", "a", encoding="utf-8") as fh:
+            with open_record(arm_dir / "train_scores.jsonl", "a") as fh:  # 0600: completions and rewards
                 for r, t in zip(results, targets, strict=True):
                     row = {
                         "batch": batches[0],
@@ -764,7 +765,7 @@ def _run_queue(
             cmd += ["--arm", name, "--seed", str(seed), "--no-summary"]
             if progress:
                 progress(f"arm {name}, seed {seed} ({threads} thread(s); log {log_path})")
-            with open(log_path, "w", encoding="utf-8") as fh:
+            with open_record(log_path, "w") as fh:  # 0600, like the records it logs about
                 proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT)  # noqa: S603 (our own CLI)
             running.append((proc, name, seed, log_path))
         time.sleep(0.2)

@@ -14,13 +14,14 @@ import sys
 from collections import deque
 from pathlib import Path
 
+from rubriq.extract.files import open_record
 from rubriq.training.config import EarlyStoppingSettings
 
 
 def append_jsonl(path: Path, record: dict) -> None:
     """Append one JSON line (NaN/inf become null so every JSON reader accepts the file)."""
     clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
-    with open(path, "a", encoding="utf-8") as fh:
+    with open_record(path, "a") as fh:  # 0600: records hold completions and their rewards
         fh.write(json.dumps(clean) + "\n")
 
 

@@ -25,7 +25,15 @@ from qiskit import QuantumCircuit
 
 from rubriq.config import ExtractionConfig
 from rubriq.extract.sandbox.guard import GuardError, check_code
-from rubriq.extract.sandbox.pool import SandboxBusy, SandboxError, SandboxPool, SandboxUnavailable, get_pool, shutdown
+from rubriq.extract.sandbox.pool import (
+    MIN_JOB_S,
+    SandboxBusy,
+    SandboxError,
+    SandboxPool,
+    SandboxUnavailable,
+    get_pool,
+    shutdown,
+)
 from rubriq.extract.serialize import PayloadError, payload_to_circuit
 
 SANDBOX_METADATA = "rubriq_sandbox"
@@ -68,8 +76,11 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
     if len(code.encode("utf-8", "surrogatepass")) > MAX_CODE_BYTES:
         raise PythonExecutionError(f"code larger than {MAX_CODE_BYTES} bytes")
     timeout = cfg.python_timeout_s if timeout_s is None else min(cfg.python_timeout_s, timeout_s)
-    if timeout <= 0:
-        raise PythonTimeout("no time left in the evaluation budget")
+    if timeout < MIN_JOB_S:  # nothing worth starting a job for
+        raise PythonTimeout(
+            f"no sandbox time left for this completion (its Python blocks share python_timeout_s = "
+            f"{cfg.python_timeout_s:g} s, within the evaluation budget)"
+        )
     job = {
         "code": code,
         "timeout_s": timeout,

@@ -23,6 +23,7 @@ rubriq.extract.sandbox.guard.GuardError: import from 'numpy.ctypeslib' is not al
 from __future__ import annotations
 
 import ast
+import re
 
 ALLOWED_MODULES = ("qiskit", "qiskit_aer", "numpy", "math", "cmath")
 ALLOWED_SUBPACKAGES = ("qiskit_ibm_runtime.fake_provider",)
@@ -139,6 +140,18 @@ DANGEROUS_NAMES = frozenset(
         "cloudpickle",
         "warnings",
         "logging",
+        # modules that read attributes or evaluate text by a run-time string, reachable through
+        # qiskit's and numpy's own modules (tests/test_sandbox_host.py walks them): typing
+        # (get_type_hints evaluates string annotations), string (Formatter.get_field), operator
+        # (attrgetter, methodcaller), six (exec_), enum's alias of builtins, stevedore (imports
+        # plugins by name), copyreg (pickle's registry)
+        "typing",
+        "string",
+        "operator",
+        "six",
+        "bltns",
+        "stevedore",
+        "copyreg",
     }
 )
 # Frame, traceback, generator/coroutine and code objects: a running generator's frame leads to
@@ -204,6 +217,136 @@ class GuardError(ValueError):
     """The code uses a construct honest circuit code never needs."""
 
 
+ALLOWED_DUNDER_NAMES = frozenset({"__name__"})
+"""The only dunder name code may read (``if __name__ == "__main__":``)."""
+ALLOWED_DUNDER_DEFINITIONS = frozenset(
+    {"__init__", "__repr__", "__str__", "__len__", "__iter__", "__next__", "__call__", "__eq__", "__hash__"}
+)
+"""Dunder names code may define (methods of its own classes); defining a name reads nothing."""
+
+# -- every identifier of the grammar --------------------------------------------------------------
+# What an identifier does decides how strictly it is checked: reading an attribute of an object
+# ("attribute": no private, dunder, module, IBM service or introspection name), naming a module
+# ("module": a dotted path, each part after the first an attribute read; the first, a package,
+# must not be private and is checked against the allowed imports by _check_import), reading or
+# assigning a variable ("name": no dangerous builtin, no dunder), binding a new name that reads
+# nothing ("binding": a function, class, parameter, keyword argument, alias or capture name; no
+# dunder but a few method names).  Every identifier field of Python's grammar has one role below;
+# ``identifier_fields`` finds those fields from the ``ast`` module itself, so that a field this
+# table does not know (a node added by a new Python version) is refused, never skipped.
+IDENTIFIER_ROLES: dict[tuple[str, str], str] = {
+    ("Attribute", "attr"): "attribute",
+    ("MatchClass", "kwd_attrs"): "attribute",  # case C(attr=p): reads subject.attr
+    ("ImportFrom", "module"): "module",  # a dotted module path (and the rules of _check_import)
+    ("alias", "name"): "module",  # an imported module path, or a name read from a module
+    ("Name", "id"): "name",
+    ("Global", "names"): "name",
+    ("Nonlocal", "names"): "name",
+    ("alias", "asname"): "binding",
+    ("FunctionDef", "name"): "binding",
+    ("AsyncFunctionDef", "name"): "binding",
+    ("ClassDef", "name"): "binding",
+    ("arg", "arg"): "binding",
+    ("keyword", "arg"): "binding",
+    ("ExceptHandler", "name"): "binding",
+    ("MatchAs", "name"): "binding",
+    ("MatchStar", "name"): "binding",
+    ("MatchMapping", "rest"): "binding",
+    ("TypeVar", "name"): "binding",  # Python >= 3.12 (PEP 695)
+    ("ParamSpec", "name"): "binding",
+    ("TypeVarTuple", "name"): "binding",
+}
+_SIGNATURE = re.compile(r"^(\w+)\((.*)\)$")
+
+
+def identifier_fields(node_type: type[ast.AST]) -> tuple[str, ...] | None:
+    """The fields of ``node_type`` that hold identifiers (``identifier``, ``identifier?`` or
+    ``identifier*`` in Python's ASDL grammar), read from the node class's own signature (the
+    ``ast`` module documents every node as ``Name(type field, ...)``); None when the class has
+    fields but no readable signature (refused: nothing about it is known).
+
+    >>> identifier_fields(ast.MatchClass), identifier_fields(ast.BinOp)
+    (('kwd_attrs',), ())
+    """
+    if node_type in _FIELDS:
+        return _FIELDS[node_type]
+    _FIELDS[node_type] = found = _identifier_fields(node_type)
+    return found
+
+
+_FIELDS: dict[type[ast.AST], tuple[str, ...] | None] = {}
+
+
+def _identifier_fields(node_type: type[ast.AST]) -> tuple[str, ...] | None:
+    if not node_type._fields:
+        return ()
+    match = _SIGNATURE.match((node_type.__doc__ or "").strip().split("\n")[0])
+    if match is None or match.group(1) != node_type.__name__:
+        return None
+    found = []
+    for part in match.group(2).split(","):
+        kind, _, name = part.strip().rpartition(" ")
+        if kind.rstrip("?*") == "identifier":
+            found.append(name)
+    return tuple(found)
+
+
+def check_identifier(name: str, role: str) -> None:
+    """Raise :class:`GuardError` when the identifier ``name``, in a field of ``role`` (see
+    :data:`IDENTIFIER_ROLES`), is outside what honest circuit code needs.
+
+    >>> check_identifier("h", "attribute"), check_identifier("_", "name"), check_identifier("__init__", "binding")
+    (None, None, None)
+    >>> check_identifier("__globals__", "attribute")
+    Traceback (most recent call last):
+    ...
+    rubriq.extract.sandbox.guard.GuardError: access to private attribute '__globals__' is not allowed
+    """
+    if role == "attribute":
+        if name.startswith("_"):
+            raise GuardError(f"access to private attribute {name!r} is not allowed")
+        if name in DANGEROUS_NAMES:
+            raise GuardError(f"access to attribute {name!r} is not allowed (a module reachable through another one)")
+        if name in RUNTIME_NAMES:
+            raise GuardError(f"access to attribute {name!r} is not allowed (IBM Quantum's service)")
+        if name in INTROSPECTION_ATTRIBUTES:
+            raise GuardError(f"access to attribute {name!r} is not allowed (frame or code introspection)")
+    elif role == "name":
+        if name in FORBIDDEN_NAMES or (name.startswith("__") and name not in ALLOWED_DUNDER_NAMES):
+            raise GuardError(f"use of {name!r} is not allowed")
+    elif role == "module":
+        first, *rest = name.split(".")
+        if first.startswith("_"):
+            raise GuardError(f"the module name {first!r} is not allowed")
+        for part in rest:
+            check_identifier(part, "attribute")
+    elif role == "binding":
+        if name.startswith("__") and name not in ALLOWED_DUNDER_DEFINITIONS:
+            raise GuardError(f"the name {name!r} is not allowed")
+    else:
+        raise GuardError(f"identifier role {role!r} is unknown to the pre-filter")
+
+
+def _check_identifiers(node: ast.AST) -> None:
+    """Every identifier ``node`` holds, through :func:`check_identifier`."""
+    node_type = type(node)
+    fields = identifier_fields(node_type)
+    if fields is None:
+        raise GuardError(f"{node_type.__name__} nodes are unknown to the pre-filter")
+    for field in fields:
+        role = IDENTIFIER_ROLES.get((node_type.__name__, field))
+        if role is None:
+            raise GuardError(f"the identifier field {node_type.__name__}.{field} is unknown to the pre-filter")
+        value = getattr(node, field, None)
+        for name in value if isinstance(value, list) else [value]:
+            if name is None:
+                continue
+            if not isinstance(name, str):
+                raise GuardError(f"{node_type.__name__}.{field} holds a {type(name).__name__}, not an identifier")
+            check_identifier(name, role)
+
+
+# -- imports and the rest ---------------------------------------------------------------------------
 def _module_ok(name: str | None) -> bool:
     """An allowed top-level package (or allowed subpackage), and no private or dangerous
     submodule on the way."""
@@ -221,6 +364,23 @@ def _binds_a_refused_package(alias: ast.alias) -> bool:
     return alias.asname is None and "." in alias.name and alias.name.split(".")[0] not in ALLOWED_MODULES
 
 
+def _check_import(node: ast.Import | ast.ImportFrom) -> None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if not _module_ok(alias.name):
+                raise GuardError(f"import of {alias.name!r} is not allowed (allowed: {ALLOWED_TEXT})")
+            if _binds_a_refused_package(alias):
+                raise GuardError(
+                    f"'import {alias.name}' binds {alias.name.split('.')[0]!r}: use 'from {alias.name} import ...'"
+                )
+        return
+    if node.level or not _module_ok(node.module):
+        raise GuardError(f"import from {node.module!r} is not allowed (allowed: {ALLOWED_TEXT})")
+    for alias in node.names:
+        if alias.name.startswith("_") or alias.name in DANGEROUS_NAMES or alias.name in RUNTIME_NAMES:
+            raise GuardError(f"importing {alias.name!r} from {node.module!r} is not allowed")
+
+
 def check_code(code: str) -> None:
     """Raise :class:`GuardError` for code outside the allowed subset."""
     if len(code.encode("utf-8", "surrogatepass")) > MAX_CODE_BYTES:
@@ -232,36 +392,15 @@ def check_code(code: str) -> None:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise GuardError(f"not valid Python: {type(exc).__name__}: {str(exc)[:200]}") from None
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if not _module_ok(alias.name):
-                    raise GuardError(f"import of {alias.name!r} is not allowed (allowed: {ALLOWED_TEXT})")
-                if _binds_a_refused_package(alias):
-                    raise GuardError(
-                        f"'import {alias.name}' binds {alias.name.split('.')[0]!r}: use 'from {alias.name} import ...'"
-                    )
-        elif isinstance(node, ast.ImportFrom):
-            if node.level or not _module_ok(node.module):
-                raise GuardError(f"import from {node.module!r} is not allowed (allowed: {ALLOWED_TEXT})")
-            for alias in node.names:
-                if alias.name.startswith("_") or alias.name in DANGEROUS_NAMES or alias.name in RUNTIME_NAMES:
-                    raise GuardError(f"importing {alias.name!r} from {node.module!r} is not allowed")
-        elif isinstance(node, ast.Attribute):
-            if node.attr.startswith("_"):
-                raise GuardError(f"access to private attribute {node.attr!r} is not allowed")
-            if node.attr in DANGEROUS_NAMES:
-                raise GuardError(
-                    f"access to attribute {node.attr!r} is not allowed (a module reachable through another one)"
-                )
-            if node.attr in RUNTIME_NAMES:
-                raise GuardError(f"access to attribute {node.attr!r} is not allowed (IBM Quantum's service)")
-            if node.attr in INTROSPECTION_ATTRIBUTES:
-                raise GuardError(f"access to attribute {node.attr!r} is not allowed (frame or code introspection)")
-        elif isinstance(node, ast.Name):
-            if node.id in FORBIDDEN_NAMES or (node.id.startswith("__") and node.id != "__name__"):
-                raise GuardError(f"use of {node.id!r} is not allowed")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            _check_import(node)  # first: its messages name the module rules
+        _check_identifiers(node)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
             if "__" in node.value and node.value not in ALLOWED_DUNDER_STRINGS:
                 raise GuardError("string literals containing '__' are not allowed")
+        elif isinstance(node, ast.MatchClass) and node.patterns:
+            # case C(p): reads the attribute that C.__match_args__ names, i.e. a name chosen at
+            # run time that no check of the source can see
+            raise GuardError("class patterns with positional sub-patterns are not allowed (use keyword patterns)")
         elif isinstance(node, (ast.Global, ast.Nonlocal, ast.AsyncFunctionDef, ast.Await)):
             raise GuardError(f"{type(node).__name__} statements are not allowed")

@@ -5,19 +5,22 @@ For each job the zygote forks three processes, each with one role::
     zygote Z (pre-imported Qiskit, never runs untrusted code)
       └─ template T (forked from Z before any job: the pristine state every job starts from)
       └─ S  supervisor (forked by T): drops supplementary groups, unshare(user, pid, mount, net, ipc, uts);
-            the zygote writes its uid/gid map (inside uid 0 -> an outside uid that owns nothing:
-            61000 + slot as root, the caller's own uid otherwise); S then builds the mount view
-            (private propagation; empty tmpfs over /tmp, /dev/shm, /var/tmp, /run, /root, /home;
-            the interpreter's paths bound back read-only; credential files covered)
-         └─ I  init of the new PID namespace (pid 1): a fresh /proc for that namespace, hostname;
-               waits for K.  When I dies the kernel kills every
-               process of the namespace; I dies with S, S with the zygote (PR_SET_PDEATHSIG).
-            └─ K  the child (pid 2): closes every descriptor but its result pipe, rlimits, drops
-                  every capability (bounding set too), no_new_privs, the seccomp allow-list
-                  (seccomp.py), then runs the completion.
+            clones every part of the job's minimal root read-only (rootfs.py; with the zygote's
+            file access, ahead of the job); the zygote writes its uid/gid map (inside uid 0 ->
+            an outside uid that owns nothing: 61000 + slot as root, the caller's own uid
+            otherwise); S then takes that uid, puts the parts together on an empty tmpfs (with
+            an empty private /tmp) and pivot_root()s into it
+         └─ I  init of the new PID namespace (pid 1): a fresh /proc for that namespace, then the
+               host's tree detached and / read-only, hostname; waits for K.  When I dies the
+               kernel kills every process of the namespace; I dies with S, S with the zygote
+               (PR_SET_PDEATHSIG).
+            └─ K  the child (pid 2): closes every descriptor but its result pipe, rlimits (a task
+                  limit among them), drops every capability (bounding set too), no_new_privs, the
+                  seccomp allow-list (seccomp.py), then runs the completion.
 
 Before the completion runs, K records what the kernel says about itself (namespace inodes,
-capabilities, no_new_privs, seccomp mode, uid map, the pids it can see): :func:`isolation_facts`.
+capabilities, no_new_privs, seccomp mode, uid map, the pids it can see, its rlimits, what its
+root and working directory list): :func:`isolation_facts`.
 The zygote compares them with its own (:func:`check_isolation`) for every job, so a missing
 layer is never silent.
 
@@ -28,10 +31,12 @@ checks its return value.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import resource
 import signal
-import sys
+
+from rubriq.extract.sandbox import rootfs
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -48,7 +53,7 @@ NAMESPACES = {
     "uts": CLONE_NEWUTS,
 }
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
 PR_CAPBSET_DROP = 24
@@ -65,10 +70,11 @@ SANDBOX_UID_SPAN = 16 * LANES_PER_SLOT
 PR_SET_NAME = 15
 HOSTNAME = b"rubriq-sandbox"
 
-COVERED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/root", "/home")
-"""Replaced by an empty tmpfs in the child's mount namespace (the interpreter's own paths under
-them are bound back read-only)."""
-SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/security/opasswd")
+STAGING = "/tmp"
+"""Where the supervisor puts the job's new root together (any host folder would do: the tmpfs
+mounted on it becomes ``/`` and the host's tree is detached)."""
+OLD_ROOT = "/.host"
+"""Where pivot_root(2) leaves the host's tree until init has mounted /proc (then detached)."""
 LAYERS = (
     "user_ns",
     "pid_ns",
@@ -77,11 +83,13 @@ LAYERS = (
     "ipc_ns",
     "uts_ns",
     "fresh_proc",
+    "minimal_root",
     "unprivileged_uid",
     "no_capabilities",
     "no_new_privs",
     "seccomp",
     "rlimits",
+    "task_limit",
     "pdeathsig",
 )
 """What :func:`check_isolation` verifies for every job."""
@@ -91,8 +99,9 @@ class LayerError(OSError):
     """A layer could not be set up."""
 
 
+@functools.cache
 def _libc():
-    return ctypes.CDLL(None, use_errno=True)
+    return ctypes.CDLL(None, use_errno=True)  # loaded once: the zygote's processes inherit it
 
 
 def _check(ret: int, what: str) -> None:
@@ -136,34 +145,36 @@ def write_id_maps(proc_dir: int, uid: int, gid: int) -> None:
             os.close(fd)
 
 
-def needed_paths() -> list[str]:
-    """Directories the child must still read: the import path and the loaded packages' roots."""
-    paths = {p for p in sys.path if p and os.path.isdir(p)}
-    paths |= {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    for name, module in list(sys.modules.items()):
-        if "." in name:
-            continue
-        where = getattr(module, "__file__", None)
-        if where:
-            paths.add(os.path.dirname(os.path.dirname(os.path.abspath(where))))
-    return sorted(os.path.realpath(p) for p in paths if os.path.isdir(p))
+OPEN_TREE_CLONE, AT_EMPTY_PATH, AT_RECURSIVE, MOVE_MOUNT_F_EMPTY_PATH = 1, 0x1000, 0x8000, 0x4
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC = 1, 2, 4, 8
+# x86-64 numbers (other architectures use the same ones for these, asm-generic)
+SYS_PIVOT_ROOT, SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 155, 428, 429, 442
 
 
-def _under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
 
 
-OPEN_TREE_CLONE, AT_RECURSIVE, MOVE_MOUNT_F_EMPTY_PATH = 1, 0x8000, 0x4
-SYS_OPEN_TREE, SYS_MOVE_MOUNT = 428, 429  # x86-64; other architectures use the same numbers (asm-generic)
-
-
-def clone_tree(path: str) -> int:
-    """A detached copy of the mount tree at ``path`` (open_tree(2), OPEN_TREE_CLONE): an fd."""
+def clone_tree(path: str, attrs: int = 0) -> int:
+    """A detached copy of the mount tree at ``path`` (open_tree(2), OPEN_TREE_CLONE), with the
+    mount attributes ``attrs`` set on all of it (mount_setattr(2)): an fd."""
     libc = _libc()
     fd = libc.syscall(SYS_OPEN_TREE, -100, path.encode(), OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC)
     if fd < 0:
         err = ctypes.get_errno()
         raise LayerError(err, f"open_tree({path}): {os.strerror(err)}")
+    if attrs:
+        attr = _MountAttr(attrs, 0, 0, 0)
+        flags = AT_EMPTY_PATH | AT_RECURSIVE
+        if libc.syscall(SYS_MOUNT_SETATTR, fd, b"", flags, ctypes.byref(attr), ctypes.sizeof(attr)) != 0:
+            err = ctypes.get_errno()
+            os.close(fd)
+            raise LayerError(err, f"mount_setattr({path}): {os.strerror(err)}")
     return fd
 
 
@@ -174,51 +185,78 @@ def attach_tree(fd: int, path: str) -> None:
     )
 
 
-def build_mount_view(needed: list[str] | None = None) -> None:
-    """Private mounts; empty tmpfs over COVERED_DIRS with the needed paths attached back;
-    credential files covered; the caller ends as the mapped (unprivileged) uid.
+READ_ONLY = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV
+DEVICE = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC
+"""Device nodes stay writable on a read-only mount (/dev/null); only a nodev mount refuses them."""
 
-    The needed trees are cloned first, while the caller still has the zygote's file access (an
-    interpreter under a 0700 /root stays importable by the unprivileged child, the rest of /root
-    is gone); files in the new tmpfs can only be created once the caller has a mapped uid.
-    ``needed``: :func:`needed_paths` computed earlier (the zygote does it once)."""
+
+def clone_root_parts(plan: rootfs.RootPlan) -> list[tuple[str, int, bool]]:
+    """(path in the job's view, detached read-only tree, whether it is a folder) for every part of
+    the minimal root (``rootfs.plan``), cloned with the zygote's file access: an interpreter
+    under a 0700 /root is readable by the unprivileged job, the rest of /root is not there.
+    Run by S in its new namespaces before the uid map exists (a spare does it ahead of its job)."""
+    _check(_libc().mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    parts: list[tuple[str, int, bool]] = []
+    try:
+        for view, real, folder in plan.mounts():
+            parts.append((view, clone_tree(real, DEVICE if real in rootfs.DEVICES else READ_ONLY), folder))
+    except BaseException:
+        for _, fd, _ in parts:
+            os.close(fd)
+        raise
+    return parts
+
+
+def enter_minimal_root(plan: rootfs.RootPlan, parts: list[tuple[str, int, bool]]) -> None:
+    """Take the mapped (unprivileged) ids and make a new root of only ``parts``: an empty tmpfs
+    with the skeleton of the plan (its folders, the files the libraries are bound on, its
+    symbolic links, /dev, /proc, an empty private /tmp), each part attached read-only at its
+    path, then pivot_root(2) into it.  The host's tree stays at OLD_ROOT until
+    :func:`leave_host_root` (init needs it visible to mount its /proc)."""
     libc = _libc()
-    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
-    covered = [d for d in COVERED_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-    exposed = sorted({p for p in (needed_paths() if needed is None else needed) if any(_under(p, c) for c in covered)})
-    exposed = [p for p in exposed if not any(p != q and _under(p, q) for q in exposed)]  # outermost only
-    trees = [(path, clone_tree(path)) for path in exposed]
     become_mapped_root()
-    for d in covered:
-        mode = "1777" if d in ("/tmp", "/var/tmp", "/dev/shm") else "0755"
-        _check(
-            libc.mount(b"tmpfs", d.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size=1m,mode={mode}".encode()),
-            f"tmpfs on {d}",
-        )
-    for path, fd in trees:
-        os.makedirs(path, exist_ok=True)
-        attach_tree(fd, path)
+    root = STAGING
+    _check(
+        libc.mount(b"tmpfs", root.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k,nr_inodes=4096,mode=0755"),
+        f"tmpfs on {root}",
+    )
+    for folder in plan.folders + (OLD_ROOT,):
+        os.mkdir(root + folder)
+        if folder == rootfs.WORKDIR:  # first, so that a part of the plan under /tmp stays visible
+            _check(
+                libc.mount(b"tmpfs", (root + folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,mode=1777"),
+                f"tmpfs on {folder}",
+            )
+    for path in plan.mount_files:
+        os.close(os.open(root + path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444))
+    for link, target in plan.links:
+        os.symlink(target, root + link)
+    for view, fd, _ in parts:
+        attach_tree(fd, root + view)
         os.close(fd)
-    for path in SECRET_FILES:
-        if os.path.isfile(path):
-            _check(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"cover {path}")
+    os.chdir(root)
+    _check(libc.syscall(SYS_PIVOT_ROOT, b".", OLD_ROOT.lstrip("/").encode()), "pivot_root")
+    os.chdir("/")
 
 
 # -- init I -----------------------------------------------------------------------------------
 def mount_fresh_proc() -> None:
-    """/proc of the new PID namespace: only the sandbox's own processes are visible."""
+    """/proc of the new PID namespace: only the sandbox's own processes are visible (the host's
+    /proc must still be visible somewhere in the mount namespace for the kernel to allow it)."""
     _check(_libc().mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mount /proc")
 
 
-def hide_host_details() -> None:
-    """Cover the host's kernel command line and mount a sysfs of the job's own network namespace
-    (only its loopback), so that neither names the host's boot options or network devices.
-    Best effort: a kernel that refuses either still runs the job (SECURITY.md, residual channels)."""
+def leave_host_root() -> None:
+    """Cover the host's kernel command line, detach the host's tree (OLD_ROOT), make ``/``
+    read-only and enter the job's working directory."""
     libc = _libc()
-    if os.path.isfile("/proc/cmdline"):
-        libc.mount(b"/dev/null", b"/proc/cmdline", None, MS_BIND, None)
-    if os.path.isdir("/sys"):
-        libc.mount(b"sysfs", b"/sys", b"sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    _check(libc.mount(b"/dev/null", b"/proc/cmdline", None, MS_BIND, None), "cover /proc/cmdline")
+    _check(libc.umount2(OLD_ROOT.encode(), MNT_DETACH), f"detach the host's tree ({OLD_ROOT})")
+    os.rmdir(OLD_ROOT)
+    _check(
+        libc.mount(b"none", b"/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None), "/ read-only"
+    )
+    os.chdir(rootfs.WORKDIR)
 
 
 def set_name(name: bytes) -> None:
@@ -248,8 +286,35 @@ def become_subreaper() -> bool:
 
 
 # -- child K ----------------------------------------------------------------------------------
+TASKS_PER_JOB = 64
+"""Tasks (processes and threads, the job's supervisor and init included) one job may hold."""
+
+
+def tasks_counted_per_job(root: bool) -> tuple[bool, str]:
+    """Whether RLIMIT_NPROC bounds one job's tasks alone, and why not.
+
+    The kernel counts RLIMIT_NPROC per user and user namespace since Linux 5.14 (ucounts): a job
+    is uid 0 of a user namespace of its own, so its limit counts its own tasks only, threads
+    included (clone(CLONE_THREAD) is checked like fork), whatever the outside uid.  Before 5.14
+    it counted every task of the outside uid: a bound for the job only as root (one uid per job).
+    """
+    if root:
+        return True, ""
+    release = os.uname().release
+    try:
+        version = tuple(int(x) for x in release.split("-")[0].split(".")[:2])
+    except ValueError:
+        return False, f"kernel release {release!r} not understood"
+    if version >= (5, 14):
+        return True, ""
+    return False, (
+        f"Linux {release} counts RLIMIT_NPROC per outside uid, not per user namespace (5.14+): "
+        "a non-root job's tasks are not bounded (run as root, or on Linux >= 5.14)"
+    )
+
+
 def set_rlimits(memory_mb: int, cpu_s: int, nproc: int | None) -> None:
-    """Apply the job's resource limits (memory, CPU time, files, processes, core dumps)."""
+    """Apply the job's resource limits (memory, CPU time, files, tasks, core dumps)."""
     memory = memory_mb * 1024 * 1024
     limits = [
         (resource.RLIMIT_AS, memory),
@@ -261,7 +326,7 @@ def set_rlimits(memory_mb: int, cpu_s: int, nproc: int | None) -> None:
         (resource.RLIMIT_MEMLOCK, 0),
         (resource.RLIMIT_MSGQUEUE, 0),
     ]
-    if nproc is not None:  # only with a uid of its own (it counts every process of the uid)
+    if nproc is not None:  # only where it counts this job's tasks alone (tasks_counted_per_job)
         limits.append((resource.RLIMIT_NPROC, nproc))
     for limit, value in limits:
         resource.setrlimit(limit, (value, value))
@@ -315,6 +380,9 @@ def isolation_facts() -> dict[str, object]:
         uid_map = fh.read().split()
     pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
     return {
+        "root_entries": sorted(os.listdir("/")),
+        "cwd": os.getcwd(),
+        "cwd_entries": sorted(os.listdir(".")),
         "ns": namespace_ids(),
         "pid": os.getpid(),
         "visible_pids": pids,
@@ -326,16 +394,24 @@ def isolation_facts() -> dict[str, object]:
         "seccomp": status.get("Seccomp"),
         "hostname": os.uname().nodename,
         "rlimit_fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0],
+        "rlimit_nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0],
     }
 
 
 def check_isolation(
-    facts: dict, host_ns: dict[str, int], outside_uid: int, host_root: bool, pdeathsig_on: bool = True
+    facts: dict,
+    host_ns: dict[str, int],
+    outside_uid: int,
+    host_root: bool,
+    root_names: frozenset[str],
+    workdir_names: frozenset[str] = frozenset(),
+    pdeathsig_on: bool = True,
 ) -> dict[str, str]:
     """{layer: why it is missing} for every layer of LAYERS that the facts do not show.
 
     ``outside_uid`` and ``host_root`` are the zygote's (:func:`outside_ids`, euid 0): inside its
-    namespace the child is uid 0 whatever it is outside."""
+    namespace the child is uid 0 whatever it is outside; ``root_names`` and ``workdir_names``:
+    what the job's ``/`` and its working directory may list (``rootfs.RootPlan.listing``)."""
     missing: dict[str, str] = {}
     ns = facts.get("ns") or {}
     for name, layer in (
@@ -350,6 +426,11 @@ def check_isolation(
             missing[layer] = f"the child shares the host's {name} namespace"
     if facts.get("pid") != 2 or any(p > 2 for p in facts.get("visible_pids") or [99]):
         missing["fresh_proc"] = f"the child sees pids {facts.get('visible_pids')} (expected 1 and 2)"
+    entries = facts.get("root_entries")
+    if not isinstance(entries, list) or not set(entries) <= root_names:
+        missing["minimal_root"] = f"the job's / lists {entries} (expected only {sorted(root_names)})"
+    elif facts.get("cwd") != rootfs.WORKDIR or not set(facts.get("cwd_entries") or []) <= workdir_names:
+        missing["minimal_root"] = f"the job's working directory is {facts.get('cwd')!r} ({facts.get('cwd_entries')})"
     uid_map = facts.get("uid_map") or []
     if uid_map[:3] != ["0", str(outside_uid), "1"]:
         missing["unprivileged_uid"] = f"uid map {' '.join(uid_map)!r}, expected '0 {outside_uid} 1'"
@@ -362,6 +443,11 @@ def check_isolation(
         missing["no_new_privs"] = "NoNewPrivs is not set"
     if facts.get("rlimit_fsize") != 0:
         missing["rlimits"] = "RLIMIT_FSIZE is not 0"
+    per_job, why = tasks_counted_per_job(host_root)
+    if not per_job:
+        missing["task_limit"] = why
+    elif facts.get("rlimit_nproc") != TASKS_PER_JOB:
+        missing["task_limit"] = f"RLIMIT_NPROC is {facts.get('rlimit_nproc')}, not {TASKS_PER_JOB}"
     if facts.get("seccomp") != "2":
         missing["seccomp"] = f"seccomp mode {facts.get('seccomp')} (2 = filter)"
     if not pdeathsig_on:
@@ -372,13 +458,17 @@ def check_isolation(
 __all__ = [
     "LAYERS",
     "LayerError",
-    "build_mount_view",
+    "TASKS_PER_JOB",
+    "clone_root_parts",
+    "enter_minimal_root",
+    "leave_host_root",
     "check_isolation",
     "drop_capabilities",
     "isolation_facts",
     "namespace_ids",
     "outside_ids",
     "set_rlimits",
+    "tasks_counted_per_job",
     "unshare_all",
     "write_id_maps",
 ]

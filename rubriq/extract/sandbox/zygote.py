@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import select
 import signal
 import socket
@@ -106,30 +105,37 @@ class FrameError(ValueError):
     """A frame that is too large, truncated, late or not a JSON object."""
 
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 def loads_bounded(data: bytes, max_depth: int) -> Any:
-    """``json.loads`` that cannot recurse: text nested more than about ``max_depth`` levels (or
-    with unbalanced brackets) is refused before the parser sees it; every parser failure,
-    RecursionError and MemoryError included, is a ValueError.
+    r"""``json.loads`` that cannot recurse: text nested more than ``max_depth`` levels (or with
+    unbalanced brackets) is refused before the parser sees it, in time linear in ``data``; every
+    parser failure, RecursionError and MemoryError included, is a ValueError.
 
     >>> loads_bounded(b'{"a": [1, {"b": "]]]"}]}', 4)
     {'a': [1, {'b': ']]]'}]}
+    >>> loads_bounded(b'["\\\\", "\\"[[["]', 1)  # an escaped backslash, an escaped quote
+    ['\\', '"[[[']
     >>> loads_bounded(b"[" * 50 + b"]" * 50, 8)
     Traceback (most recent call last):
     ...
     ValueError: nested deeper than 8 levels (or unbalanced)
     """
-    # Strings cannot nest; with them removed, each round deletes the innermost [] and {} pairs,
-    # so properly nested text of depth d is empty after at most d rounds (a single scan in C per
-    # round: a hand-written depth counter in Python would cost ~100 ms per MB).
-    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKETS)
+    # Every step is one scan in C, none can backtrack (a regex that stripped strings was
+    # quadratic on an unterminated string of escaped quotes: 80 KB took 78 s, holding the
+    # interpreter lock of every job of the zygote).  In valid JSON a backslash escapes the next
+    # byte: dropping the pairs "\\" (left to right, as the parser reads them) and then the
+    # escaped quotes leaves only the quotes that open and close strings, so the text between
+    # every other quote is outside strings.  What is not valid JSON is refused by the parser.
+    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    brackets = b"".join(unescaped.split(b'"')[::2]).translate(_BRACKETS, _NOT_BRACKETS)  # {} as []
+    # each round deletes the innermost pairs (one scan of the old text): depth d is gone after d rounds
     for _ in range(max_depth):
         if not brackets:
             break
-        brackets = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        brackets = brackets.replace(b"[]", b"")
     if brackets:
         raise ValueError(f"nested deeper than {max_depth} levels (or unbalanced)")
     try:
@@ -260,14 +266,16 @@ class _Context:
     """What the zygote knows once, before any job; the template and the job's processes inherit it."""
 
     def __init__(self, slot: int) -> None:
-        from rubriq.extract.sandbox import layers
+        from rubriq.extract.sandbox import layers, rootfs
 
         self.slot = slot
         self.host_ns = layers.namespace_ids()
         self.root = os.geteuid() == 0
         self.zygote_pid = os.getpid()
         self.template_pid = 0
-        self.needed_paths = layers.needed_paths()  # the zygote's imports do not change between jobs
+        self.root_plan = rootfs.plan()  # the zygote's imports do not change between jobs
+        self.root_names = self.root_plan.listing("/")
+        self.workdir_names = self.root_plan.listing(rootfs.WORKDIR)
 
     def ids(self, lane: int) -> tuple[int, int]:
         from rubriq.extract.sandbox import layers
@@ -277,7 +285,9 @@ class _Context:
     def missing(self, facts: dict, lane: int) -> dict[str, str]:
         from rubriq.extract.sandbox import layers
 
-        found = layers.check_isolation(facts, self.host_ns, self.ids(lane)[0], self.root)
+        found = layers.check_isolation(
+            facts, self.host_ns, self.ids(lane)[0], self.root, self.root_names, self.workdir_names
+        )
         return {k: clean_text(str(v), 200) for k, v in found.items()}
 
 
@@ -319,12 +329,16 @@ def _supervisor(ctx: _Context, control_r: int, status_w: int, result_w: int) -> 
         layers.unshare_all()
     except BaseException as exc:
         _setup_failure(status_w, "namespaces", exc)
+    try:  # ahead of the job: the parts of its root, cloned with the zygote's file access
+        parts = layers.clone_root_parts(ctx.root_plan)
+    except BaseException as exc:
+        _setup_failure(status_w, "mounts", exc)
     _line(status_w, {"stage": "unshared"})  # a spare: Z reads this once it takes S for a job
     if os.read(control_r, 1) != b"m":
         os._exit(EXIT_SETUP)  # the zygote could not write the uid map and says so itself
     layers.set_name(b"rubriq-job")
     try:
-        layers.build_mount_view(ctx.needed_paths)
+        layers.enter_minimal_root(ctx.root_plan, parts)
         # Taking the mapped uid changed S's euid (as root), which clears PR_SET_PDEATHSIG: arm it
         # again, then make sure T did not die in between.
         layers.set_pdeathsig()
@@ -352,7 +366,7 @@ def _init(ctx: _Context, control_r: int, status_w: int, result_w: int, lifeline_
             os._exit(EXIT_SETUP)
         os.close(lifeline_r)
         layers.mount_fresh_proc()
-        layers.hide_host_details()
+        layers.leave_host_root()
         layers.set_hostname()
     except BaseException as exc:
         _setup_failure(status_w, "init", exc)
@@ -395,7 +409,8 @@ def _child(ctx: _Context, control_r: int, status_w: int, result_w: int) -> None:
         job = _read_job(control_r)
         os.close(control_r)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        layers.set_rlimits(int(job["memory_mb"]), int(job["timeout_s"]) + 1, 64 if ctx.root else None)
+        per_job = layers.tasks_counted_per_job(ctx.root)[0]
+        layers.set_rlimits(int(job["memory_mb"]), int(job["timeout_s"]) + 1, layers.TASKS_PER_JOB if per_job else None)
         layers.drop_capabilities()
         layers.set_no_new_privs()
         try:
@@ -404,7 +419,9 @@ def _child(ctx: _Context, control_r: int, status_w: int, result_w: int) -> None:
             if job.get("strict", True):
                 raise  # non-strict: run without it; the facts below report it missing
         facts = layers.isolation_facts()
-        missing = layers.check_isolation(facts, ctx.host_ns, int(job["outside_uid"]), ctx.root)
+        missing = layers.check_isolation(
+            facts, ctx.host_ns, int(job["outside_uid"]), ctx.root, ctx.root_names, ctx.workdir_names
+        )
     except BaseException as exc:
         _setup_failure(status_w, "child", exc)
     _line(status_w, {"facts": facts, "missing": missing})
