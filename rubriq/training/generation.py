@@ -571,9 +571,14 @@ def prefix_generate(generate, model: Any, input_ids=None, attention_mask=None, *
     if options.fast_sampling:
         kwargs = _fast_sampling(kwargs) or kwargs
 
+    config = kwargs.get("generation_config")
+    expands = any(  # beams and num_return_sequences expand the batch inside generate
+        max(int(kwargs.get(k) or 1), int(getattr(config, k, None) or 1)) > 1
+        for k in ("num_beams", "num_return_sequences")
+    )
     size = (
         None
-        if input_ids is None or "past_key_values" in kwargs or "cache" in kwargs or input_ids.shape[1] < 2
+        if input_ids is None or expands or "past_key_values" in kwargs or "cache" in kwargs or input_ids.shape[1] < 2
         else _groups(input_ids)
     )
     if size is None:
