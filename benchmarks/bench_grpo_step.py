@@ -21,7 +21,10 @@ Settings (same model, same prompts, same seed, same sampling):
   (``shared_prompt_update``, the default since 2026-12-03; every other setting runs the whole
   rows, as the step did before);
 * ``..., fast sampling``: the same, each token drawn from the top-p nucleus found among the top
-  256 (``fast_sampling``, also the default since 2026-12-03; ``generation.SampleFromNucleus``).
+  256 (``fast_sampling``, also the default since 2026-12-03; ``generation.SampleFromNucleus``);
+* ``..., decoding loop``: the same, sampled by RubriQ's decoding loop (``fast_decoding``) with the
+  completions that ended dropped from its batch (``drop_finished_rows``; ``, all rows to the end``:
+  without); both the default since 2026-12-04 (benchmarks/bench_generation.py measures them alone).
 
 ``--settings NAME [NAME ...]`` runs only those (``before`` always runs first: the baseline).
 
@@ -40,6 +43,7 @@ import os
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,6 +53,8 @@ _AFTER = {"precision": "auto", "end_after_code_block": True, "skip": True, "batc
 _QUIET = {**_AFTER, "sample_without_dropout": True}  # sampling without dropout
 _SHARED = {**_QUIET, "shared_update": True}  # one prompt pass in the update
 _FAST = {**_SHARED, "fast_sampling": True}
+_LOOP = {**_FAST, "fast_decoding": True, "drop_finished_rows": True}
+_DECODE = "after, {} per step, sampling without dropout, one prompt pass in the update, fast sampling, decoding loop"
 SETTINGS = {
     "before": {"precision": "float32", "end_after_code_block": False, "skip": False, "batch": 8, "cpu_logprobs": False},
     "after": _AFTER,
@@ -65,7 +71,16 @@ SETTINGS = {
         **_FAST,
         "batch": 32,
     },
+    _DECODE.format(16) + ", all rows to the end": {**_LOOP, "drop_finished_rows": False, "batch": 16},
+    _DECODE.format(16): {**_LOOP, "batch": 16},
+    _DECODE.format(32): {**_LOOP, "batch": 32},
 }
+
+
+def torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
 
 
 def _rows(data: str | None) -> list[dict]:
@@ -115,8 +130,12 @@ def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) ->
         sample_without_dropout=s.get("sample_without_dropout", False),
         shared_prompt_update=s.get("shared_update", False),
         fast_sampling=s.get("fast_sampling", False),
+        fast_decoding=s.get("fast_decoding", False),
+        drop_finished_rows=s.get("drop_finished_rows", False),
     )
+    load, cpu = _load_average(), time.process_time()
     trainer.train()
+    cpu = time.process_time() - cpu
     logs = [x for x in trainer.state.log_history if "step_time" in x]
 
     def mean(k: str) -> float:
@@ -138,7 +157,17 @@ def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) ->
         "skipped": mean("dynamic_sampling/skipped_groups") if s["skip"] else 0.0,
         "per_completion": step / per_step,
         "per_token_ms": 1000 * step / (per_step * tokens),
+        "cpu_per_completion": cpu / max(1, len(logs)) / per_step,
+        "load": f"{load} / {_load_average()}",
     }
+
+
+def _load_average() -> str:
+    """The 1-minute load average (other work on the machine)."""
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
 
 
 def logprob_difference(model_path: str, rows: list[dict], n: int = 8) -> dict:
@@ -181,11 +210,16 @@ def main() -> int:
     parser.add_argument("--model", default=str(default_model))
     parser.add_argument("--data", default=str(learning / "data") if (learning / "data").is_dir() else None)
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), metavar="NAME", help="run only these")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "grpo_step.md"), help="the table's file")
     args = parser.parse_args()
     from rubriq.training.models import cpu_bf16_units
 
     names = ["before", *(n for n in (args.settings or SETTINGS) if n != "before")]
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     rows = _rows(args.data)
     with tempfile.TemporaryDirectory() as tmp:
@@ -197,18 +231,23 @@ def main() -> int:
     base = results[0]["per_completion"]
     lines = [
         f"GRPO step on the embedded SmolLM2-135M, model `{args.model}`, data `{args.data or 'quickstart prompts'}`, "
-        f"{args.steps} steps per setting in one run, {os.cpu_count()} cores "
-        f"(bf16 units: {cpu_bf16_units() or 'none'}); seconds are means over steps.",
+        f"{args.steps} steps per setting in one run, {torch_threads()} torch threads on {os.cpu_count()} cores "
+        f"(bf16 units: {cpu_bf16_units() or 'none'}); seconds are means over steps; CPU s: this process's CPU "
+        "time over the run of a setting per step and completion (on a shared machine it moves less than the "
+        "wall time); load: the 1-minute load average before and after each setting.",
         "",
         "| setting | completions / step | step | generation | reward | update | completion tokens | "
-        "skipped groups | s per completion | ms per completion token | speed-up per completion |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "skipped groups | s per completion | ms per completion token | speed-up per completion | "
+        "CPU s per completion | speed-up (CPU) | load before / after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    cpu_base = results[0]["cpu_per_completion"]
     for r in results:
         lines.append(
             f"| {r['setting']} | {r['completions']} | {r['step']:.1f} | {r['generation']:.1f} | {r['reward']:.2f} | "
             f"{r['update']:.1f} | {r['tokens']:.0f} | {r['skipped']:.2f} | {r['per_completion']:.2f} | "
-            f"{r['per_token_ms']:.1f} | {base / r['per_completion']:.1f}x |"
+            f"{r['per_token_ms']:.1f} | {base / r['per_completion']:.1f}x | {r['cpu_per_completion']:.2f} | "
+            f"{cpu_base / r['cpu_per_completion']:.1f}x | {r['load']} |"
         )
     lines += [
         "",

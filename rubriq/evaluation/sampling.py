@@ -45,15 +45,27 @@ def generate(
     progress: bool = True,
     description: str = "sampling",
     on_batch=None,
+    fast_decoding: bool = False,
 ) -> list[Record]:
     """``samples`` completions per row (greedy when ``temperature`` is 0), batched, left-padded;
     ``on_batch(done, total)`` is called after each batch (the app's progress bar).  The console
     progress (``rubriq.progress``) advances with every generated token, so it moves within a
-    batch; without a terminal it logs a line per batch."""
+    batch; without a terminal it logs a line per batch.
+
+    With ``fast_decoding``, each batch is decoded by RubriQ's own loop
+    (:func:`rubriq.training.generation.decode`: each distinct prompt pre-filled once, finished
+    rows dropped from the batch, tokens drawn from the top-p nucleus by the Gumbel-max trick)
+    wherever it does what ``model.generate`` would (plain sampling or greedy decoding of a
+    full-attention causal LM), and by ``model.generate`` otherwise: greedy completions are the
+    same tokens, sampled ones have the same distribution but other random draws (so it is off by
+    default: the committed studies' evaluations are reruns of ``model.generate``). A
+    ``model.generate`` installed by ``install_prefix_generate`` keeps its other options (ending
+    completions after their code block)."""
     import torch
     from transformers import LogitsProcessor, LogitsProcessorList
 
     from rubriq.progress import progress as progress_bar
+    from rubriq.training.generation import ObserveToken, generate_with_options
 
     if samples < 1:
         raise ValueError("samples must be >= 1")
@@ -74,7 +86,7 @@ def generate(
     records: list[Record] = []
     model.eval()
 
-    class TokenTick(LogitsProcessor):
+    class TokenTick(LogitsProcessor, ObserveToken):
         """Called once per generated token of a batch: moves the bar by batch/max_new_tokens."""
 
         def __init__(self, bar, step: float) -> None:
@@ -84,6 +96,9 @@ def generate(
             self.bar.advance(self.step, log_line=False)
             return scores
 
+    sample_batch = (
+        generate_with_options(model, fast_sampling=True, fast_decoding=True) if fast_decoding else model.generate
+    )
     try:
         with (
             progress_bar(f"{description} ({len(jobs)} completions)", len(jobs), enabled=progress) as bar,
@@ -101,7 +116,7 @@ def generate(
                 }
                 if temperature > 0:
                     kwargs.update(temperature=temperature, top_p=top_p)
-                out = model.generate(**enc, **kwargs)
+                out = sample_batch(**enc, **kwargs)
                 decoded = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
                 for (row, k), text in zip(chunk, decoded, strict=True):
                     records.append(

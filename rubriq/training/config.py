@@ -152,6 +152,15 @@ class TrainSettings:
     """GRPO with shared_prompt_prefill: draw each token from the top-p nucleus found among the
     256 most likely tokens (Gumbel-max) instead of transformers' full sort and multinomial: the
     same distribution, other random draws (rubriq/training/generation.py)."""
+    fast_decoding: bool = True
+    """GRPO with shared_prompt_prefill: sample with RubriQ's decoding loop (the model's forward
+    called step by step, keys and values written in place, no per-step work of transformers'
+    generate) wherever it can do what generate would (plain temperature / top-k / top-p sampling
+    or greedy decoding of a full-attention causal LM; generate otherwise). The same tokens when
+    greedy; the same distribution when sampling (rubriq/training/generation.py)."""
+    drop_finished_rows: bool = True
+    """With fast_decoding: completions that ended leave the decoding batch, so the rest decode in
+    a smaller batch (the random draws of the rows that stay differ from a full batch's)."""
     ppo: dict = field(default_factory=dict)
     """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
 

@@ -14,8 +14,8 @@ policy's log-probabilities with one float32 LM-head product per micro-batch inst
 chunked kernel (:func:`completion_logps_and_entropy`; it halved the update in
 benchmarks/bench_grpo_step.py), running each distinct prompt of a micro-batch through the decoder
 once and its completions from its key/value cache (``shared_prompt_update``); without vLLM, it
-pre-fills each prompt once for its N completions and ends each completion after its code block
-(``generation.py``); and it drops groups whose rewards are all equal from the update (DAPO's
+pre-fills each prompt once for its N completions, ends each completion after its code block and
+samples with its own decoding loop (``generation.py``); and it drops groups whose rewards are all equal from the update (DAPO's
 dynamic sampling, without the resampling: such a group has zero advantage, so it adds no
 gradient, only compute and tokens to the loss's normalizer), logged as
 ``dynamic_sampling/skipped_groups`` (the fraction of groups dropped) next to TRL's
@@ -172,6 +172,8 @@ def _trainer_class():
             sample_without_dropout: bool = False,
             shared_prompt_update: bool = True,
             fast_sampling: bool = True,
+            fast_decoding: bool = True,
+            drop_finished_rows: bool = True,
             **kwargs,
         ):
             super().__init__(*args, **kwargs)
@@ -180,7 +182,13 @@ def _trainer_class():
             self.shared_prompt_update = shared_prompt_update
             if shared_prompt_prefill and not getattr(self.args, "use_vllm", False):
                 install_prefix_generate(
-                    self.model, self.processing_class, end_after_code_block, sample_without_dropout, fast_sampling
+                    self.model,
+                    self.processing_class,
+                    end_after_code_block,
+                    sample_without_dropout,
+                    fast_sampling,
+                    fast_decoding,
+                    drop_finished_rows,
                 )
 
         def _generate_and_score_completions(self, inputs):
@@ -307,6 +315,8 @@ def build_grpo_trainer(
     sample_without_dropout: bool = False,
     shared_prompt_update: bool = True,
     fast_sampling: bool = True,
+    fast_decoding: bool = True,
+    drop_finished_rows: bool = True,
 ):
     """A GRPO trainer on ``rows`` with the rubric rewards (or ``reward_funcs``, e.g. a sparse
     reward) and, when ``lora`` is given, a PEFT LoRA adapter (keys of ``peft.LoraConfig``).
@@ -317,7 +327,9 @@ def build_grpo_trainer(
     ``sample_without_dropout``: sample in eval mode (``generation.py``); ``shared_prompt_update``:
     with ``cpu_logprobs``, run each distinct prompt of a micro-batch through the decoder once in
     the update (:func:`completion_logps_and_entropy`); ``fast_sampling``: draw tokens from the
-    top-p nucleus found among the top 256 (``generation.SampleFromNucleus``)."""
+    top-p nucleus found among the top 256 (``generation.SampleFromNucleus``); ``fast_decoding``:
+    sample with RubriQ's decoding loop instead of ``generate`` (``generation.decode``), and with
+    ``drop_finished_rows`` drop the completions that ended from its batch."""
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -343,6 +355,8 @@ def build_grpo_trainer(
         sample_without_dropout=sample_without_dropout,
         shared_prompt_update=shared_prompt_update,
         fast_sampling=fast_sampling,
+        fast_decoding=fast_decoding,
+        drop_finished_rows=drop_finished_rows,
     )
     quiet_progress(trainer)
     return trainer

@@ -227,6 +227,8 @@ def build(
         sample_without_dropout=settings.sample_without_dropout,
         shared_prompt_update=settings.shared_prompt_update,
         fast_sampling=settings.fast_sampling,
+        fast_decoding=settings.fast_decoding,
+        drop_finished_rows=settings.drop_finished_rows,
         callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo") + list(callbacks or ()),
     )
     trainer.rubriq_rewards = rewards
