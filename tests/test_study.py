@@ -125,7 +125,7 @@ def test_a_rebuilt_warm_start_gets_its_own_fingerprint(tmp_path, caplog):
     assert warm_start_fingerprint(tmp_path) == old  # committed results: no weights, nothing to check
     (sft / "model").mkdir()
     (sft / "model" / "model.safetensors").write_bytes(b"rebuilt weights")
-    with caplog.at_level(logging.WARNING, logger="rubriq.studies.convergence"):
+    with caplog.at_level(logging.WARNING, logger="rubriq.studies.warm_start"):
         new = warm_start_fingerprint(tmp_path, trained_here=True)
     assert new["sha256"] == hashlib.sha256(b"rebuilt weights").hexdigest() != old["sha256"]
     assert new["trained_on"] and "rebuilt" in caplog.text
@@ -260,7 +260,7 @@ def test_an_interrupted_parallel_study_stops_its_processes(tmp_path, monkeypatch
     import subprocess
     import sys
 
-    from rubriq.studies import convergence
+    from rubriq.studies import convergence, parallel
 
     started = []
 
@@ -270,7 +270,7 @@ def test_an_interrupted_parallel_study_stops_its_processes(tmp_path, monkeypatch
         running.append((proc, "rubric", 0, tmp_path / "log"))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(convergence, "_run_queue", interrupted)
+    monkeypatch.setattr(parallel, "_run_queue", interrupted)
     with pytest.raises(KeyboardInterrupt):
         convergence.run_parallel(tmp_path / "study.yaml", tmp_path, [("rubric", 0), ("none", 0)], 2)
     assert started and started[0].poll() is not None  # terminated, not left running
@@ -462,19 +462,19 @@ def test_the_learning_design_on_a_model_that_answers(tmp_path, monkeypatch):
     carries the correlations, the MDE and the primary metric."""
     import os
 
-    from rubriq.studies import convergence
+    from rubriq.studies import convergence, pilot
     from rubriq.training.models import load_tokenizer
 
     monkeypatch.setenv("RUBRIQ_CACHE", os.environ.get("RUBRIQ_CACHE", str(tmp_path / "cache")))
-    real_pilot = convergence._pilot
+    real_pilot = pilot.pilot
 
-    def pilot_with_a_signal(study, settings, tokenizer, load_sft, rows):
-        info = real_pilot(study, settings, tokenizer, load_sft, rows)
+    def pilot_with_a_signal(study, settings, warm, rows):
+        info = real_pilot(study, settings, warm, rows)
         info["kept"] = [r["id"] for r in rows]  # keep every prompt: the tiny model's rewards are all 0
         info["kept_prompts"] = len(rows)
         return info
 
-    monkeypatch.setattr(convergence, "_pilot", pilot_with_a_signal)
+    monkeypatch.setattr(pilot, "pilot", pilot_with_a_signal)
     tmp = tmp_path
     (tmp / "train.yaml").write_text(
         yaml.safe_dump(

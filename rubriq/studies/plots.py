@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from rubriq.evaluation.plots import _pyplot, save
+from rubriq.studies.layout import finished_arm_seeds
 
 PANELS = (
     ("correct_rate", "held-out correct rate (F_avg >= 0.99)"),
@@ -57,8 +58,6 @@ def curves(agg: dict, out: Path, study, key: str = "per_step") -> Path:
 def training(out_dir: Path, study, out: Path) -> Path:
     """Training reward, reward std within groups, frac_reward_zero_std and entropy per step,
     averaged over the finished seeds (TRL's logged values)."""
-    from rubriq.studies.convergence import finished_arm_seeds  # (convergence imports this module)
-
     plt = _pyplot()
     keys = (
         ("reward", "training reward (arm's own)"),
