@@ -27,12 +27,20 @@ from typing import Any
 from rubriq.config import RubricConfig
 from rubriq.evaluation.metrics import mean_ci
 from rubriq.studies import layout
-from rubriq.studies.settings import EVAL_METRICS, TRAIN_METRICS, StudySettings
+from rubriq.studies.settings import EVAL_METRICS, REWRITE_OUTCOMES, TRAIN_METRICS, StudySettings
+
+EPS = 1 - RubricConfig().fidelity.correct_threshold
+"""The correctness threshold of what the summary recomputes from scored samples (the studies'
+configs keep the default F_avg >= 0.99; the evaluations themselves use the training config's)."""
 
 
 def collect(out: Path, study: StudySettings) -> list[dict]:
     """One row per (arm, seed, evaluated step, split) of the finished arm-seeds, with the
-    arm-seed's training-log means (TRAIN_METRICS, prefixed ``train/``) and seconds."""
+    arm-seed's training-log means (TRAIN_METRICS, prefixed ``train/``) and seconds.  An
+    evaluation logged before the rewrite outcomes were measured gets them from its scored
+    samples (the records files; all None where those are missing too)."""
+    from rubriq.studies.evaluate import rewrite_outcomes
+
     rows = []
     for name in study.arms:
         for seed, arm_dir in layout.finished_arm_seeds(out, study, name):
@@ -43,6 +51,9 @@ def collect(out: Path, study: StudySettings) -> list[dict]:
                 values = [r[key] for r in logged if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
                 train[f"train/{key}"] = statistics.fmean(values) if values else None
             for ev in layout.read_jsonl(arm_dir / "evals.jsonl"):
+                if any(m not in ev for m in REWRITE_OUTCOMES):  # evaluated before these were measured
+                    records = layout.eval_records(out, study, name, seed, ev.get("split", "test"), ev["step"])
+                    ev = {**ev, **rewrite_outcomes(layout.read_jsonl(records), EPS)}
                 rows.append(
                     {
                         "arm": name,
@@ -68,7 +79,16 @@ def time_to_target(rows: list[dict], threshold: float, metric: str = "correct_ra
     return hits[0] if hits else None
 
 
-DIFFERENCE_METRICS = ("correct_rate", "mean_reward", "pass@k", "wrong_rewarded_rate", "gap_closed", "compression")
+DIFFERENCE_METRICS = (
+    "correct_rate",
+    "mean_reward",
+    "pass@k",
+    "wrong_rewarded_rate",
+    "gap_closed",
+    "compression",
+    "rewrite_copy_rate",
+    "rewrite_reduction_rate",
+)
 
 
 def _pairs(names) -> list[tuple[str, str]]:
@@ -81,13 +101,14 @@ def _pairs(names) -> list[tuple[str, str]]:
 
 
 def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
-    """Means and 95% intervals over seeds per arm and step (held-out, and the training-prompt
-    sample as ``train_per_step``); time-to-target on the primary metric; paired differences of
-    the final-step metrics (same seed) with the smallest effect the seeds can detect."""
-    from rubriq.studies.analysis import minimum_detectable_effect
-
+    """Means and 95% intervals over seeds per arm and step (held-out; the training-prompt sample
+    as ``train_per_step``; each further tier in ``tier_per_step``); time-to-target on the primary
+    metric of the primary tier; paired differences of the final-step metrics (same seed) with the
+    smallest effect the seeds can detect, on the primary tier (``differences``) and on every
+    other held-out tier (``tier_differences``)."""
     arms: dict[str, Any] = {}
     test = [r for r in rows if r.get("split", "test") == "test"]
+    primary = [r for r in rows if r.get("split", "test") == study.primary_tier]
     final_step = max((r["step"] for r in test), default=0)
     metric = study.primary_metric
     for name in study.arms:
@@ -95,19 +116,19 @@ def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
         if not mine:
             continue
         seeds = sorted({r["seed"] for r in mine})
-        per_step, train_per_step = {}, {}
-        for step in sorted({r["step"] for r in mine}):
-            at = [r for r in mine if r["step"] == step]
-            per_step[step] = {m: mean_ci([r.get(m) for r in at]) for m in (*EVAL_METRICS, "simulations")}
-            at_train = [r for r in rows if r["arm"] == name and r.get("split") == "train" and r["step"] == step]
-            if at_train:
-                train_per_step[step] = {m: mean_ci([r.get(m) for r in at_train]) for m in EVAL_METRICS}
-        ttt = [time_to_target([r for r in mine if r["seed"] == s], study.threshold, metric) for s in seeds]
+        steps = sorted({r["step"] for r in mine})
+        of_arm = [r for r in rows if r["arm"] == name]
+        judged = [r for r in primary if r["arm"] == name]
+        ttt = [time_to_target([r for r in judged if r["seed"] == s], study.threshold, metric) for s in seeds]
         first = {s: next(r for r in mine if r["seed"] == s) for s in seeds}
         arms[name] = {
             "seeds": seeds,
-            "per_step": per_step,
-            "train_per_step": train_per_step,
+            "per_step": _per_step(mine, steps, (*EVAL_METRICS, "simulations")),
+            "train_per_step": _per_step([r for r in of_arm if r.get("split") == "train"], steps, EVAL_METRICS),
+            "tier_per_step": {
+                tier: _per_step([r for r in of_arm if r.get("split") == tier], steps, EVAL_METRICS)
+                for tier in study.eval_tiers
+            },
             "time_to_target": ttt,
             "simulations_to_target": [
                 next(
@@ -125,16 +146,46 @@ def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
             "seconds_per_seed": mean_ci([first[s]["arm_seconds"] for s in seeds]),
             "train": {k: mean_ci([first[s][k] for s in seeds]) for k in first[seeds[0]] if k.startswith("train/")},
         }
-    diffs = {}
     start = {(r["arm"], r["seed"]): r.get("warm_start", "not recorded") for r in test}
+    metrics = tuple(dict.fromkeys((*DIFFERENCE_METRICS, metric)))
+    return {
+        "final_step": final_step,
+        "arms": arms,
+        "differences": _differences(primary, arms, final_step, metrics, start),
+        "tier_differences": {
+            tier: _differences([r for r in rows if r.get("split", "test") == tier], arms, final_step, metrics, start)
+            for tier in study.tiers()
+            if tier != study.primary_tier
+        },
+    }
+
+
+def _per_step(rows: list[dict], steps: list[int], metrics: tuple[str, ...]) -> dict[int, dict]:
+    """Mean and 95% interval over the rows (seeds) of each of ``steps`` that has rows."""
+    out = {}
+    for step in steps:
+        at = [r for r in rows if r["step"] == step]
+        if at:
+            out[step] = {m: mean_ci([r.get(m) for r in at]) for m in metrics}
+    return out
+
+
+def _differences(
+    rows: list[dict], arms: dict[str, Any], final_step: int, metrics: tuple[str, ...], start: dict
+) -> dict[str, Any]:
+    """Paired (same seed) differences at ``final_step`` of each pair of arms (:func:`_pairs`) over
+    ``rows`` (one prompt set), with the MDE and the seeds at which both used one warm-start."""
+    from rubriq.studies.analysis import minimum_detectable_effect
+
+    diffs = {}
     for a, b in _pairs(list(arms)):
         common = sorted(set(arms[a]["seeds"]) & set(arms[b]["seeds"]))
         out: dict[str, Any] = {}
-        for m in dict.fromkeys((*DIFFERENCE_METRICS, metric)):
+        for m in metrics:
             values = []
             for s in common:
-                va = [r.get(m) for r in test if r["arm"] == a and r["seed"] == s and r["step"] == final_step]
-                vb = [r.get(m) for r in test if r["arm"] == b and r["seed"] == s and r["step"] == final_step]
+                va = [r.get(m) for r in rows if r["arm"] == a and r["seed"] == s and r["step"] == final_step]
+                vb = [r.get(m) for r in rows if r["arm"] == b and r["seed"] == s and r["step"] == final_step]
                 if va and vb and va[0] is not None and vb[0] is not None:
                     values.append(va[0] - vb[0])
             out[m] = mean_ci(values)
@@ -143,7 +194,7 @@ def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
         # than the reward: say which seeds are matched ("not recorded" counts as one warm-start)
         same = [s for s in common if start[(a, s)] == start[(b, s)]]
         diffs[f"{a} - {b}"] = {"seeds": common, "same_warm_start": same, "step": final_step, **out}
-    return {"final_step": final_step, "arms": arms, "differences": diffs}
+    return diffs
 
 
 def correlations(out: Path, study: StudySettings, final_step: int) -> dict[str, Any]:
@@ -195,37 +246,48 @@ def _by_family(records: list[dict], corr, family_of) -> dict[str, Any]:
 
 
 def paired_from_step0(out: Path, study: StudySettings, final_step: int) -> dict[str, Any]:
-    """Per finished arm-seed (the control left out: its later steps are its step 0) and split:
-    the final step's change from step 0 on the same prompts (``analysis.paired_change``)."""
-    from rubriq.data.prompts import load_split
+    """Per finished arm-seed (the control left out: its later steps are its step 0) and prompt
+    set (``test``, ``train``, each further tier): the final step's change from step 0 on the same
+    prompts (``analysis.paired_change``), with the correct rewrites' verbatim copies and T
+    reductions (``analysis.rewrite_copies``)."""
     from rubriq.studies.analysis import paired_change, rewrite_copies
 
-    eps = 1 - RubricConfig().fidelity.correct_threshold  # the studies' configs keep the default 0.99
-    rows: list[dict] = []
-    for split in ("test", "train"):
-        try:
-            rows += load_split(out / "data", split)
-        except (OSError, ValueError):
-            pass
-    t_pyzx = {str(r["id"]): int(r["t_pyzx"]) for r in rows if r.get("t_pyzx") is not None}
+    rows = _rows(out / "data", "test") + _rows(out / "data", "train")
+    t_pyzx = {"test": _t_pyzx(rows), "train": _t_pyzx(rows)}
+    for tier in study.eval_tiers:
+        t_pyzx[tier] = _t_pyzx(_rows(out / "tiers" / tier, "test"))
     found: dict[str, Any] = {}
     for name, arm in study.arms.items():
         if arm.reward == "none":
             continue
         for seed, arm_dir in layout.finished_arm_seeds(out, study, name):
-            for split in ("test", "train"):
+            for split, gaps in t_pyzx.items():
                 before = layout.read_jsonl(layout.step0_records(out, split, seed))
                 after = layout.read_jsonl(layout.step_records(arm_dir, split, final_step))
                 if before and after:
-                    change = paired_change(before, after, t_pyzx, eps)
+                    change = paired_change(before, after, gaps, EPS)
                     prompts = len({r.get("prompt_id") for r in after})
-                    copies = {"step0": rewrite_copies(before, eps), "final": rewrite_copies(after, eps)}
+                    copies = {"step0": rewrite_copies(before, EPS), "final": rewrite_copies(after, EPS)}
                     found.setdefault(name, {}).setdefault(str(seed), {})[split] = {
                         **change,
                         "prompts": prompts,
                         "rewrite_copies": copies,
                     }
     return found
+
+
+def _rows(folder: Path, split: str) -> list[dict]:
+    """A split's rows ([] where the folder or split is missing, as in committed results)."""
+    from rubriq.data.prompts import load_split
+
+    try:
+        return load_split(folder, split)
+    except (OSError, ValueError):
+        return []
+
+
+def _t_pyzx(rows: list[dict]) -> dict[str, int]:
+    return {str(r["id"]): int(r["t_pyzx"]) for r in rows if r.get("t_pyzx") is not None}
 
 
 def warm_starts(out: Path, study: StudySettings) -> dict[str, list[str]]:

@@ -13,12 +13,24 @@ import logging
 import time
 from pathlib import Path
 
+from rubriq.config import ConfigError
 from rubriq.studies import layout
 from rubriq.studies.evaluate import step0_evaluation
 from rubriq.studies.warm_start import warm_start_fingerprint
 from rubriq.tables import fmt
 
 log = logging.getLogger(__name__)
+
+
+def check_arm_rubrics(study, settings) -> None:
+    """Merge every arm's rubric overrides into the training config's rubric before anything
+    trains, so that a bad one (an unknown field, a wrong type) stops the study at its start,
+    naming the arm, not when that arm's turn comes."""
+    for name, arm in study.arms.items():
+        try:
+            arm.rubric_config(settings.rubric)
+        except ConfigError as exc:
+            raise ConfigError(f"arm {name!r}: rubric {arm.rubric}: {exc}") from None
 
 
 def arm_training_settings(settings, arm, seed: int, steps: int, arm_dir: Path):
@@ -63,7 +75,7 @@ def run_arm(study, name: str, seed: int, settings, warm, evaluators: list, out: 
     result = {
         "arm": name,
         "seed": seed,
-        "warm_start_sha256": warm_start_fingerprint(out)["sha256"],
+        "warm_start_sha256": warm_start_fingerprint(out, model=warm.model_dir)["sha256"],
         "seconds": time.perf_counter() - start,
         "simulations": simulations,
         "steps": study.steps if arm.reward != "none" else 0,
@@ -146,4 +158,4 @@ def _evaluation_callback(study, name: str, seed: int, evaluators: list, arm_dir:
     return Evaluations()
 
 
-__all__ = ["arm_training_settings", "run_arm"]
+__all__ = ["arm_training_settings", "check_arm_rubrics", "run_arm"]

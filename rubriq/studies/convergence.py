@@ -20,6 +20,11 @@ arms (``arms.py``, one process per arm-seed with ``parallel.py``), and the summa
 ``layout.py`` the files under the output folder.  The names this module always offered are
 imported here, so ``from rubriq.studies.convergence import ...`` keeps working.
 
+A study can also start from a pre-built warm-start (``warm_start_model``), evaluate further
+held-out tiers beside the held-out split (``eval_tiers``, with ``primary_tier`` naming the one
+``primary_metric`` is judged on), filter its training prompts, and evaluate a fixed sample of
+them (``StudySettings`` documents every field; docs/studies.md shows them in use).
+
 Everything is written as it goes, so a stopped study loses at most one arm-seed (a finished
 arm-seed has ``done.json`` and is skipped; an unfinished one is restarted).
 """
@@ -35,7 +40,7 @@ from rubriq.config import ConfigError
 from rubriq.evaluation.metrics import mean_ci
 from rubriq.studies import layout
 from rubriq.studies.aggregate import aggregate, collect, correlations, time_to_target
-from rubriq.studies.arms import run_arm
+from rubriq.studies.arms import check_arm_rubrics, run_arm
 from rubriq.studies.compare import compare_arm_seeds
 from rubriq.studies.data import prepare_data
 from rubriq.studies.evaluate import eval_seed, held_out_metrics, step0_evaluation, study_evaluators, train_sample
@@ -74,7 +79,8 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     (out / "study.json").write_text(json.dumps(dataclasses.asdict(study), indent=2, default=str))
     data = prepare_data(study, out)
-    warm = prepare_warm_start(data, out)
+    check_arm_rubrics(study, data.settings)
+    warm = prepare_warm_start(study, data, out)
     data = filter_training_prompts(study, data, warm, out)
     evaluators = study_evaluators(study, data, warm)
     pending = [

@@ -1,12 +1,13 @@
 """Stage 5, the evaluations: every arm-seed is evaluated at steps 0, ``eval_every``, ...
 ``steps`` (or ``eval_at``) by **sampling** ``samples`` completions per prompt at the training
 temperature, scored with the training config's rubric (the paper's reward: one yardstick for
-all arms), on the held-out split and, with ``train_eval_prompts``, on a fixed sample of training
-prompts (learning on its own prompts vs generalization; ``split`` ``train``).
+all arms), on the held-out split (``split`` ``test`` in its rows), on each further held-out tier
+(``eval_tiers``: ``split`` the tier's name) and, with ``train_eval_prompts``, on a fixed sample
+of training prompts (learning on its own prompts vs generalization; ``split`` ``train``).
 
-The sampling seed depends on (seed, step) only (:func:`eval_seed`), so at a given step all arms
-draw with the same seed; step 0 (the warm-start, for every arm) is evaluated once per seed and
-shared (:func:`step0_evaluation`).
+The sampling seed depends on (seed, step) and the prompt set only (:func:`eval_seed`), so at a
+given step all arms draw with the same seed; step 0 (the warm-start, for every arm) is
+evaluated once per seed and shared (:func:`step0_evaluation`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,11 +23,19 @@ from typing import Any
 from rubriq.config import RubricConfig
 from rubriq.evaluation.records import RecordLike
 from rubriq.studies import layout
+from rubriq.studies.settings import REWRITE_OUTCOMES
 
 
-def eval_seed(seed: int, step: int) -> int:
-    """Sampling seed of the held-out evaluation at ``step`` (equal for every arm)."""
-    return 1_000_003 * (seed + 1) + step
+def eval_seed(seed: int, step: int, split: str = "test") -> int:
+    """Sampling seed of the evaluation of prompt set ``split`` at ``step`` (equal for every arm).
+
+    >>> eval_seed(0, 50), eval_seed(0, 50, "train"), eval_seed(0, 50, "hard")
+    (1000053, 1000060, 1000154)
+    """
+    offset = {"test": 0, "train": 7}.get(split)
+    if offset is None:  # a further tier: an offset of its own, whatever the order of the tiers
+        offset = 11 + zlib.crc32(split.encode()) % 1000
+    return 1_000_003 * (seed + 1) + step + offset
 
 
 def held_out_metrics(
@@ -62,7 +72,35 @@ def held_out_metrics(
         "t_gap_pyzx": gap["t_gap_pyzx"],
         "rewrite_correct_rate": rate(rewrite),
         "synthesis_correct_rate": rate(synthesis),
+        **rewrite_outcomes(rewrite, eps),
         "completions": s["completions"],
+    }
+
+
+def rewrite_outcomes(records: Sequence[RecordLike], eps: float) -> dict[str, float | None]:
+    r"""Of the rewrite samples among ``records`` (the others are skipped): the fractions that are
+    a correct verbatim copy of the input, correct with fewer T than the input, and not correct
+    (:data:`rubriq.studies.settings.REWRITE_OUTCOMES`; None without rewrite samples).
+
+    >>> spec = '{"algorithm": "circuit", "qasm": "qreg q[1];\\nt q[0];\\nt q[0];\\n"}'
+    >>> ok = lambda t: {"parsed": True, "average_fidelity": 1.0, "t_count": t}
+    >>> recs = [{"target": spec, "t0": 2, "text": "qreg q[1];\nt q[0];\nt q[0];", "result": ok(2)},
+    ...         {"target": spec, "t0": 2, "text": "qreg q[1];\ns q[0];", "result": ok(0)},
+    ...         {"target": spec, "t0": 2, "text": "qreg q[1];", "result": dict(ok(0), average_fidelity=0.5)},
+    ...         {"target": '{"algorithm": "ghz", "num_qubits": 2}', "t0": 0, "text": "", "result": ok(0)}]
+    >>> rewrite_outcomes(recs, 0.01)  # of 3 rewrite samples: a copy, a reduction, a wrong one
+    {'rewrite_copy_rate': 0.3333333333333333, 'rewrite_reduction_rate': 0.3333333333333333, 'rewrite_wrong_rate': 0.3333333333333333}
+    """
+    from rubriq.studies.analysis import family_of_spec, rewrite_copies
+
+    rewrite = [r for r in records if family_of_spec(str(r.get("target") or "")) == "rewrite"]
+    if not rewrite:
+        return dict.fromkeys(REWRITE_OUTCOMES)
+    counts, n = rewrite_copies(rewrite, eps), len(rewrite)
+    return {
+        "rewrite_copy_rate": counts["copies"] / n,
+        "rewrite_reduction_rate": counts["fewer_t"] / n,
+        "rewrite_wrong_rate": (n - counts["correct"]) / n,
     }
 
 
@@ -101,7 +139,7 @@ class Evaluator:
                 temperature=self.temperature,
                 top_p=self.top_p,
                 batch_size=self.study.batch_size,
-                seed=eval_seed(seed, step) + (0 if self.split == "test" else 7),
+                seed=eval_seed(seed, step, self.split),
                 progress=False,
             )
         finally:
@@ -129,11 +167,14 @@ def train_sample(study, rows: list[dict]) -> list[dict]:
 
 
 def study_evaluators(study, data, warm) -> list[Evaluator]:
-    """The held-out evaluation and, with ``train_eval_prompts``, the training-prompt one."""
+    """The held-out evaluation, with ``train_eval_prompts`` the training-prompt one, and one per
+    further tier (``eval_tiers``), in that order."""
     evaluators = [Evaluator(study, data.settings, warm.tokenizer, data.eval_rows)]
     sample = train_sample(study, data.train_rows)
     if sample:
         evaluators.append(Evaluator(study, data.settings, warm.tokenizer, sample, split="train"))
+    for name, rows in data.tiers.items():
+        evaluators.append(Evaluator(study, data.settings, warm.tokenizer, rows, split=name))
     return evaluators
 
 
@@ -148,4 +189,12 @@ def step0_evaluation(evaluate: Evaluator, warm, out: Path, seed: int) -> dict:
     return row
 
 
-__all__ = ["Evaluator", "eval_seed", "held_out_metrics", "step0_evaluation", "study_evaluators", "train_sample"]
+__all__ = [
+    "Evaluator",
+    "eval_seed",
+    "held_out_metrics",
+    "rewrite_outcomes",
+    "step0_evaluation",
+    "study_evaluators",
+    "train_sample",
+]

@@ -12,8 +12,9 @@
     OUT/logs/ARM_seedS.log    each arm-seed's output when run with ``workers > 1``
 
 An evaluation of another prompt set than the held-out split (``split`` ``train``: the fixed
-sample of training prompts) writes the same files with its split as a prefix
-(``step0/train_seedS.json``, ``train_records_stepN.jsonl``).
+sample of training prompts; a further held-out tier: its name) writes the same files with its
+split as a prefix (``step0/train_seedS.json``, ``train_records_stepN.jsonl``); a tier's prompts
+are in ``OUT/tiers/NAME/test.jsonl``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ def step_records(folder: Path, split: str, step: int) -> Path:
     return folder / f"{prefix(split)}records_step{step}.jsonl"
 
 
+def eval_records(out: Path, study, name: str, seed: int, split: str, step: int) -> Path:
+    """The scored samples behind one evaluation row: at step 0, and at every step of the
+    control (its policy never changes), the shared step-0 samples."""
+    if step == 0 or study.arms[name].reward == "none":
+        return step0_records(out, split, seed)
+    return step_records(arm_dir(out, name, seed), split, step)
+
+
 def finished_arm_seeds(out: Path, study, name: str) -> list[tuple[int, Path]]:
     """(seed, folder) of the arm's finished arm-seeds (``done.json`` written): every table and plot
     reads only these, so a stopped arm-seed's partial files never enter them."""
@@ -72,6 +81,7 @@ def finished_arm_seeds(out: Path, study, name: str) -> list[tuple[int, Path]]:
 __all__ = [
     "append_jsonl",
     "arm_dir",
+    "eval_records",
     "finished_arm_seeds",
     "prefix",
     "read_jsonl",

@@ -17,14 +17,51 @@ PANELS = (
 GAP_PANEL = ("gap_closed", "held-out fraction of the T gap to PyZX closed (0 if wrong)")
 
 
-def curves(agg: dict, out: Path, study, key: str = "per_step") -> Path:
+REWRITE_PANELS = (
+    ("rewrite_copy_rate", "correct and the input verbatim (copy)"),
+    ("rewrite_reduction_rate", "correct with fewer T than the input"),
+    ("rewrite_wrong_rate", "not correct (wrong)"),
+)
+
+
+def _series(arm: dict, key: str, tier: str | None) -> dict:
+    """An arm's per-step means: ``arm[key]``, or a further tier's (``tier_per_step``)."""
+    return arm[key] if tier is None else arm.get("tier_per_step", {}).get(tier, {})
+
+
+def _bands(ax, agg: dict, metric: str, key: str, tier: str | None) -> None:
+    """One line per arm (mean over seeds) with its 95% interval as a band."""
+    for name, arm in agg["arms"].items():
+        series = _series(arm, key, tier)
+        steps = sorted(series)
+        mean = [series[s][metric][0] for s in steps]
+        pts = [(s, m, series[s][metric]) for s, m in zip(steps, mean, strict=True) if m is not None]
+        if not pts:
+            continue
+        xs = [p[0] for p in pts]
+        (line,) = ax.plot(xs, [p[1] for p in pts], marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
+        lo = [max(0.0, p[2][1]) for p in pts]
+        hi = [min(1.0, p[2][2]) for p in pts]
+        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15)
+
+
+def _where(key: str, tier: str | None) -> str:
+    if tier is not None:
+        return f"held-out tier {tier}"
+    return "held-out" if key == "per_step" else "training-prompt"
+
+
+def curves(agg: dict, out: Path, study, key: str = "per_step", tier: str | None = None) -> Path:
     """Metrics per evaluated step: mean over seeds with the 95% interval as a band; ``key``
-    ``per_step`` (held-out) or ``train_per_step`` (the fixed sample of training prompts).  With
-    rewrite prompts in the set, the gap-closed panel replaces pass@k."""
+    ``per_step`` (held-out) or ``train_per_step`` (the fixed sample of training prompts), or a
+    further held-out ``tier``.  With rewrite prompts in the set, the gap-closed panel replaces
+    pass@k."""
     plt = _pyplot()
-    where = "held-out" if key == "per_step" else "training-prompt"
+    where = _where(key, tier)
     has_gap = any(
-        step.get("gap_closed", (None,))[0] is not None for arm in agg["arms"].values() for step in arm[key].values()
+        step.get("gap_closed", (None,))[0] is not None
+        for arm in agg["arms"].values()
+        for step in _series(arm, key, tier).values()
     )
     panels = [p for p in PANELS if not (has_gap and p[0] == "pass@k")]
     if has_gap:
@@ -32,17 +69,7 @@ def curves(agg: dict, out: Path, study, key: str = "per_step") -> Path:
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     for ax, (metric, label) in zip(axes.flat, panels, strict=False):
         label = label.replace("held-out", where)
-        for name, arm in agg["arms"].items():
-            steps = sorted(arm[key])
-            mean = [arm[key][s][metric][0] for s in steps]
-            pts = [(s, m, arm[key][s][metric]) for s, m in zip(steps, mean, strict=True) if m is not None]
-            if not pts:
-                continue
-            xs = [p[0] for p in pts]
-            (line,) = ax.plot(xs, [p[1] for p in pts], marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
-            lo = [max(0.0, p[2][1]) for p in pts]
-            hi = [min(1.0, p[2][2]) for p in pts]
-            ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15)
+        _bands(ax, agg, metric, key, tier)
         ax.set_xlabel("GRPO step")
         ax.set_ylabel(label.replace(f"{where} ", ""))
         ax.set_title(label.replace("pass@k", f"pass@{study.samples}"), fontsize=10)
@@ -50,6 +77,40 @@ def curves(agg: dict, out: Path, study, key: str = "per_step") -> Path:
     axes.flat[0].legend(fontsize=8, loc="best")
     fig.suptitle(
         f"Convergence study: {where} targets, k = {study.samples} samples per prompt, mean and 95% interval over seeds",
+        fontsize=11,
+    )
+    return save(fig, out)
+
+
+def rewrite_outcomes(agg: dict, out: Path, study) -> Path | None:
+    """What became of the rewrite samples per evaluated step, one row of panels per prompt set
+    that has them (held-out, each further tier, the training prompts): copied, reduced, wrong
+    (mean over seeds, 95% band).  None (nothing drawn) without rewrite samples."""
+    sets = [("per_step", None), *(("per_step", t) for t in study.eval_tiers), ("train_per_step", None)]
+    sets = [
+        (key, tier)
+        for key, tier in sets
+        if any(
+            step.get(metric, (None,))[0] is not None
+            for arm in agg["arms"].values()
+            for step in _series(arm, key, tier).values()
+            for metric, _ in REWRITE_PANELS
+        )
+    ]
+    if not sets:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(sets), 3, figsize=(14, 3.8 * len(sets)), squeeze=False)
+    for row, (key, tier) in zip(axes, sets, strict=True):
+        for ax, (metric, label) in zip(row, REWRITE_PANELS, strict=True):
+            _bands(ax, agg, metric, key, tier)
+            ax.set_xlabel("GRPO step")
+            ax.set_title(f"{_where(key, tier)}: {label}", fontsize=10)
+            ax.set_ylim(-0.02, 1.02)
+    axes[0][0].legend(fontsize=8, loc="best")
+    fig.suptitle(
+        f"Rewrite samples (a circuit to improve): fraction copied, reduced, wrong; k = {study.samples} samples "
+        "per prompt, mean and 95% interval over seeds",
         fontsize=11,
     )
     return save(fig, out)

@@ -1,7 +1,8 @@
 """Stage 2, the warm-start: the one policy every arm starts from, trained once (SFT on the
 training prompts, ``rubriq.training.train_rubriq.warm_start``) into ``OUT/sft/model`` and
-reused on every later run, and its fingerprint, the SHA-256 of its weights, which every
-finished arm-seed records (``done.json``).
+reused on every later run, or a pre-built one (``warm_start_model``, a model folder used where
+it is), and its fingerprint, the SHA-256 of its weights, which every finished arm-seed records
+(``done.json``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rubriq.config import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -34,14 +37,19 @@ class WarmStart:
         return to_policy_precision(load_model(str(self.model_dir)), self.precision)
 
 
-def prepare_warm_start(data, out: Path) -> WarmStart:
-    """Train the warm-start into ``OUT/sft/model`` unless it is there (with ``sft.enabled``
-    false: the base model, saved as it is), and record its fingerprint."""
+def prepare_warm_start(study, data, out: Path) -> WarmStart:
+    """The pre-built ``warm_start_model`` (checked, used where it is), else the warm-start trained
+    into ``OUT/sft/model`` unless it is there (with ``sft.enabled`` false: the base model, saved
+    as it is); its fingerprint is recorded either way."""
     from rubriq.training.models import EMBEDDED, load_tokenizer, prepare_embedded
     from rubriq.training.train_rubriq import load_base
     from rubriq.training.train_rubriq import warm_start as train_sft
 
     settings = data.settings
+    if study.warm_start_model:
+        model_dir = check_model_folder(Path(study.warm_start_model))
+        warm_start_fingerprint(out, model=model_dir)
+        return WarmStart(model_dir, load_tokenizer(str(model_dir)), settings.model.precision)
     if settings.model.name_or_path == EMBEDDED and not settings.model.tiny:
         prepare_embedded()
     model_dir = out / "sft" / "model"
@@ -58,16 +66,46 @@ def prepare_warm_start(data, out: Path) -> WarmStart:
     return WarmStart(model_dir, load_tokenizer(settings.model.name_or_path), settings.model.precision)
 
 
-def warm_start_fingerprint(out: Path, trained_here: bool = False) -> dict:
+def check_model_folder(folder: Path) -> Path:
+    """``folder`` (resolved) if it holds a model in Hugging Face format a study can start from:
+    ``config.json``, ``*.safetensors`` weights (what the fingerprint hashes) and a tokenizer;
+    else a ConfigError saying what is missing."""
+    where = f"warm_start_model {folder}"
+    if not folder.is_dir():
+        raise ConfigError(f"{where}: no such folder")
+    missing = [
+        what
+        for what, present in (
+            ("config.json", (folder / "config.json").is_file()),
+            ("*.safetensors weights", any(folder.glob("*.safetensors"))),
+            (
+                "a tokenizer (tokenizer.json or tokenizer_config.json)",
+                any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")),
+            ),
+        )
+        if not present
+    ]
+    if missing:
+        raise ConfigError(
+            f"{where}: not a model folder in Hugging Face format (missing {', '.join(missing)}); "
+            "write one with model.save_pretrained(FOLDER) and tokenizer.save_pretrained(FOLDER)"
+        )
+    return folder.resolve()
+
+
+def warm_start_fingerprint(out: Path, trained_here: bool = False, model: Path | None = None) -> dict:
     """``OUT/sft/fingerprint.json``: the SHA-256 of the warm-start's weights and the CPU that
-    trained it.  Every finished arm-seed records the hash (``done.json``), so a study whose
-    warm-start was rebuilt (a new machine: bf16 training on another CPU need not give the same
-    weights) says which arm-seeds trained from which; the summary lists them.  The recorded
-    file is kept only while it names the weights in ``OUT/sft/model`` (or no weights are
-    there, as in committed results): a run folder restored from results and given a rebuilt
-    warm-start gets the new model's fingerprint, with a warning, not the old one's."""
+    trained it (``model``: a pre-built warm-start's folder, recorded as ``model``; default
+    ``OUT/sft/model``).  Every finished arm-seed records the hash (``done.json``), so a study
+    whose warm-start was rebuilt (a new machine: bf16 training on another CPU need not give the
+    same weights) or replaced says which arm-seeds trained from which; the summary lists them.
+    The recorded file is kept only while it names the weights in the model folder (or no
+    weights are there, as in committed results): a run folder restored from results and given a
+    rebuilt warm-start gets the new model's fingerprint, with a warning, not the old one's."""
     path = out / "sft" / "fingerprint.json"
-    weights = sorted((out / "sft" / "model").glob("*.safetensors"))
+    folder = model or out / "sft" / "model"
+    source = None if model is None or folder.resolve() == (out / "sft" / "model").resolve() else str(folder)
+    weights = sorted(folder.glob("*.safetensors"))
     recorded = json.loads(path.read_text()) if path.is_file() else None
     if recorded is not None and not weights:
         return recorded
@@ -77,13 +115,14 @@ def warm_start_fingerprint(out: Path, trained_here: bool = False) -> dict:
             for chunk in iter(lambda: fh.read(1 << 24), b""):
                 digest.update(chunk)
     if recorded is not None:
-        if recorded.get("sha256") == digest.hexdigest():
+        if recorded.get("sha256") == digest.hexdigest() and recorded.get("model") == source:
             return recorded
         log.warning(
-            "%s names warm-start %s, but the weights in %s are %s (the warm-start was rebuilt): recording the new one",
+            "%s names warm-start %s, but the weights in %s are %s (the warm-start was rebuilt or replaced): "
+            "recording the new one",
             path,
             str(recorded.get("sha256"))[:12],
-            out / "sft" / "model",
+            folder,
             digest.hexdigest()[:12],
         )
     info = {
@@ -91,6 +130,9 @@ def warm_start_fingerprint(out: Path, trained_here: bool = False) -> dict:
         "trained_on": _cpu_name() if trained_here else None,  # None: the model was there before the fingerprint
         "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+    if source is not None:
+        info["model"] = source  # a pre-built warm-start, used where it is
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(info, indent=2))
     return info
 
@@ -106,4 +148,4 @@ def _cpu_name() -> str:
     return cpu
 
 
-__all__ = ["WarmStart", "prepare_warm_start", "warm_start_fingerprint"]
+__all__ = ["WarmStart", "check_model_folder", "prepare_warm_start", "warm_start_fingerprint"]
