@@ -160,6 +160,16 @@ def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
     }
 
 
+def series(arm: dict, split: str) -> dict:
+    """One arm's means per evaluated step (an entry of ``aggregate()["arms"]``) on a prompt set:
+    ``test`` (the held-out split), ``train`` (the training-prompt sample) or a further tier."""
+    if split == "test":
+        return arm["per_step"]
+    if split == "train":
+        return arm["train_per_step"]
+    return arm.get("tier_per_step", {}).get(split, {})
+
+
 def _per_step(rows: list[dict], steps: list[int], metrics: tuple[str, ...]) -> dict[int, dict]:
     """Mean and 95% interval over the rows (seeds) of each of ``steps`` that has rows."""
     out = {}
@@ -309,6 +319,7 @@ __all__ = [
     "collect",
     "correlations",
     "paired_from_step0",
+    "series",
     "time_to_target",
     "warm_starts",
 ]

@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 
 from rubriq.evaluation.plots import _pyplot, save
+from rubriq.studies.aggregate import series
 from rubriq.studies.layout import finished_arm_seeds
+from rubriq.studies.settings import REWRITE_OUTCOMES
 
 PANELS = (
     ("correct_rate", "held-out correct rate (F_avg >= 0.99)"),
@@ -24,18 +26,13 @@ REWRITE_PANELS = (
 )
 
 
-def _series(arm: dict, key: str, tier: str | None) -> dict:
-    """An arm's per-step means: ``arm[key]``, or a further tier's (``tier_per_step``)."""
-    return arm[key] if tier is None else arm.get("tier_per_step", {}).get(tier, {})
-
-
-def _bands(ax, agg: dict, metric: str, key: str, tier: str | None) -> None:
+def _bands(ax, agg: dict, metric: str, split: str) -> None:
     """One line per arm (mean over seeds) with its 95% interval as a band."""
     for name, arm in agg["arms"].items():
-        series = _series(arm, key, tier)
-        steps = sorted(series)
-        mean = [series[s][metric][0] for s in steps]
-        pts = [(s, m, series[s][metric]) for s, m in zip(steps, mean, strict=True) if m is not None]
+        per = series(arm, split)
+        steps = sorted(per)
+        mean = [per[s][metric][0] for s in steps]
+        pts = [(s, m, per[s][metric]) for s, m in zip(steps, mean, strict=True) if m is not None]
         if not pts:
             continue
         xs = [p[0] for p in pts]
@@ -45,31 +42,34 @@ def _bands(ax, agg: dict, metric: str, key: str, tier: str | None) -> None:
         ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15)
 
 
-def _where(key: str, tier: str | None) -> str:
-    if tier is not None:
-        return f"held-out tier {tier}"
-    return "held-out" if key == "per_step" else "training-prompt"
+def _where(split: str) -> str:
+    return {"test": "held-out", "train": "training-prompt"}.get(split, f"held-out tier {split}")
 
 
-def curves(agg: dict, out: Path, study, key: str = "per_step", tier: str | None = None) -> Path:
-    """Metrics per evaluated step: mean over seeds with the 95% interval as a band; ``key``
-    ``per_step`` (held-out) or ``train_per_step`` (the fixed sample of training prompts), or a
-    further held-out ``tier``.  With rewrite prompts in the set, the gap-closed panel replaces
-    pass@k."""
-    plt = _pyplot()
-    where = _where(key, tier)
-    has_gap = any(
-        step.get("gap_closed", (None,))[0] is not None
+def _has(agg: dict, split: str, metrics) -> bool:
+    """Whether any arm has a value of one of ``metrics`` on ``split``."""
+    return any(
+        step.get(m, (None,))[0] is not None
         for arm in agg["arms"].values()
-        for step in _series(arm, key, tier).values()
+        for step in series(arm, split).values()
+        for m in metrics
     )
+
+
+def curves(agg: dict, out: Path, study, split: str = "test") -> Path:
+    """Metrics per evaluated step: mean over seeds with the 95% interval as a band, on ``split``:
+    ``test`` (held-out), ``train`` (the fixed sample of training prompts) or a further held-out
+    tier.  With rewrite prompts in the set, the gap-closed panel replaces pass@k."""
+    plt = _pyplot()
+    where = _where(split)
+    has_gap = _has(agg, split, ("gap_closed",))
     panels = [p for p in PANELS if not (has_gap and p[0] == "pass@k")]
     if has_gap:
         panels.insert(2, GAP_PANEL)
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     for ax, (metric, label) in zip(axes.flat, panels, strict=False):
         label = label.replace("held-out", where)
-        _bands(ax, agg, metric, key, tier)
+        _bands(ax, agg, metric, split)
         ax.set_xlabel("GRPO step")
         ax.set_ylabel(label.replace(f"{where} ", ""))
         ax.set_title(label.replace("pass@k", f"pass@{study.samples}"), fontsize=10)
@@ -86,26 +86,16 @@ def rewrite_outcomes(agg: dict, out: Path, study) -> Path | None:
     """What became of the rewrite samples per evaluated step, one row of panels per prompt set
     that has them (held-out, each further tier, the training prompts): copied, reduced, wrong
     (mean over seeds, 95% band).  None (nothing drawn) without rewrite samples."""
-    sets = [("per_step", None), *(("per_step", t) for t in study.eval_tiers), ("train_per_step", None)]
-    sets = [
-        (key, tier)
-        for key, tier in sets
-        if any(
-            step.get(metric, (None,))[0] is not None
-            for arm in agg["arms"].values()
-            for step in _series(arm, key, tier).values()
-            for metric, _ in REWRITE_PANELS
-        )
-    ]
-    if not sets:
+    splits = [s for s in (*study.tiers(), "train") if _has(agg, s, REWRITE_OUTCOMES)]
+    if not splits:
         return None
     plt = _pyplot()
-    fig, axes = plt.subplots(len(sets), 3, figsize=(14, 3.8 * len(sets)), squeeze=False)
-    for row, (key, tier) in zip(axes, sets, strict=True):
+    fig, axes = plt.subplots(len(splits), 3, figsize=(14, 3.8 * len(splits)), squeeze=False)
+    for row, split in zip(axes, splits, strict=True):
         for ax, (metric, label) in zip(row, REWRITE_PANELS, strict=True):
-            _bands(ax, agg, metric, key, tier)
+            _bands(ax, agg, metric, split)
             ax.set_xlabel("GRPO step")
-            ax.set_title(f"{_where(key, tier)}: {label}", fontsize=10)
+            ax.set_title(f"{_where(split)}: {label}", fontsize=10)
             ax.set_ylim(-0.02, 1.02)
     axes[0][0].legend(fontsize=8, loc="best")
     fig.suptitle(

@@ -10,11 +10,11 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
 
-DEFAULT_ARMS = {
+DEFAULT_ARMS: dict[str, dict[str, Any]] = {
     "rubric": {"reward": "rubric"},
     "rubric_gated": {"reward": "rubric", "rubric": {"fidelity_gating": "multiplicative"}},
     "sparse": {"reward": "sparse_inverse_t"},

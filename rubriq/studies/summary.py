@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rubriq.config import ConfigError
 from rubriq.studies import plots
-from rubriq.studies.aggregate import aggregate, collect, correlations, paired_from_step0, warm_starts
+from rubriq.studies.aggregate import aggregate, collect, correlations, paired_from_step0, series, warm_starts
 from rubriq.studies.data import tier_folder
 from rubriq.studies.settings import StudySettings
 from rubriq.tables import fmt, format_ci, markdown_table
@@ -80,12 +80,10 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     figures = [("held-out curves", plots.curves(agg, out / "curves.png", study))]
     if any(a["train_per_step"] for a in agg["arms"].values()):
-        figures.append(
-            ("training-prompt curves", plots.curves(agg, out / "train_curves.png", study, key="train_per_step"))
-        )
+        figures.append(("training-prompt curves", plots.curves(agg, out / "train_curves.png", study, split="train")))
     for tier in study.eval_tiers:
         figures.append(
-            (f"held-out tier {tier} curves", plots.curves(agg, out / f"curves_{tier}.png", study, tier=tier))
+            (f"held-out tier {tier} curves", plots.curves(agg, out / f"curves_{tier}.png", study, split=tier))
         )
     rewrites = plots.rewrite_outcomes(agg, out / "rewrites.png", study)
     if rewrites is not None:
@@ -164,11 +162,6 @@ def _steps(agg: dict) -> list[int]:
     return sorted({s for a in agg["arms"].values() for s in a["per_step"]})
 
 
-def _series(arm: dict, tier: str) -> dict:
-    """An arm's per-step means on a held-out tier (``test``: the held-out split)."""
-    return arm["per_step"] if tier == "test" else arm.get("tier_per_step", {}).get(tier, {})
-
-
 def _tier_differences(study: StudySettings, agg: dict, tier: str) -> dict:
     return agg["differences"] if tier == study.primary_tier else agg.get("tier_differences", {}).get(tier, {})
 
@@ -204,9 +197,9 @@ def _final_table(study: StudySettings, agg: dict, tier: str) -> list[str]:
     return markdown_table(
         header,
         [
-            [n, str(len(a["seeds"])), *(format_ci(_at_final(agg, _series(a, tier))[c]) for c in HELD_OUT_COLUMNS)]
+            [n, str(len(a["seeds"])), *(format_ci(_at_final(agg, series(a, tier))[c]) for c in HELD_OUT_COLUMNS)]
             for n, a in agg["arms"].items()
-            if _series(a, tier)
+            if series(a, tier)
         ],
     )
 
@@ -217,7 +210,7 @@ def _per_step_table(study: StudySettings, agg: dict, tier: str) -> list[str]:
     return markdown_table(
         ["arm", *(f"step {s}" for s in steps)],
         [
-            [n, *(format_ci(_series(a, tier)[s][metric]) if s in _series(a, tier) else "-" for s in steps)]
+            [n, *(format_ci(series(a, tier)[s][metric]) if s in series(a, tier) else "-" for s in steps)]
             for n, a in agg["arms"].items()
         ],
     )
@@ -295,11 +288,9 @@ def _rewrite_outcomes(study: StudySettings, agg: dict) -> list[str]:
     table = []
     for label, where in sets:
         for name, arm in agg["arms"].items():
-            series = arm["train_per_step"] if where == "train" else _series(arm, where)
+            per = series(arm, where)
             cells = [
-                format_ci(series[s].get(m, (None, None, None))) if s in series else "-"
-                for m in OUTCOME_NAMES
-                for s in steps
+                format_ci(per[s].get(m, (None, None, None))) if s in per else "-" for m in OUTCOME_NAMES for s in steps
             ]
             if any(c not in ("-", format_ci((None, None, None))) for c in cells):
                 table.append([label, name, *cells])
