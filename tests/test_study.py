@@ -4,6 +4,7 @@ resumability, and the aggregation against hand-computed numbers."""
 import csv
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,7 +126,7 @@ def test_a_rebuilt_warm_start_gets_its_own_fingerprint(tmp_path, caplog):
     assert warm_start_fingerprint(tmp_path) == old  # committed results: no weights, nothing to check
     (sft / "model").mkdir()
     (sft / "model" / "model.safetensors").write_bytes(b"rebuilt weights")
-    with caplog.at_level(logging.WARNING, logger="rubriq.studies.convergence"):
+    with caplog.at_level(logging.WARNING, logger="rubriq.studies.warm_start"):
         new = warm_start_fingerprint(tmp_path, trained_here=True)
     assert new["sha256"] == hashlib.sha256(b"rebuilt weights").hexdigest() != old["sha256"]
     assert new["trained_on"] and "rebuilt" in caplog.text
@@ -260,7 +261,7 @@ def test_an_interrupted_parallel_study_stops_its_processes(tmp_path, monkeypatch
     import subprocess
     import sys
 
-    from rubriq.studies import convergence
+    from rubriq.studies import convergence, parallel
 
     started = []
 
@@ -270,7 +271,7 @@ def test_an_interrupted_parallel_study_stops_its_processes(tmp_path, monkeypatch
         running.append((proc, "rubric", 0, tmp_path / "log"))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(convergence, "_run_queue", interrupted)
+    monkeypatch.setattr(parallel, "_run_queue", interrupted)
     with pytest.raises(KeyboardInterrupt):
         convergence.run_parallel(tmp_path / "study.yaml", tmp_path, [("rubric", 0), ("none", 0)], 2)
     assert started and started[0].poll() is not None  # terminated, not left running
@@ -462,19 +463,19 @@ def test_the_learning_design_on_a_model_that_answers(tmp_path, monkeypatch):
     carries the correlations, the MDE and the primary metric."""
     import os
 
-    from rubriq.studies import convergence
+    from rubriq.studies import convergence, pilot
     from rubriq.training.models import load_tokenizer
 
     monkeypatch.setenv("RUBRIQ_CACHE", os.environ.get("RUBRIQ_CACHE", str(tmp_path / "cache")))
-    real_pilot = convergence._pilot
+    real_pilot = pilot.pilot
 
-    def pilot_with_a_signal(study, settings, tokenizer, load_sft, rows):
-        info = real_pilot(study, settings, tokenizer, load_sft, rows)
+    def pilot_with_a_signal(study, settings, warm, rows):
+        info = real_pilot(study, settings, warm, rows)
         info["kept"] = [r["id"] for r in rows]  # keep every prompt: the tiny model's rewards are all 0
         info["kept_prompts"] = len(rows)
         return info
 
-    monkeypatch.setattr(convergence, "_pilot", pilot_with_a_signal)
+    monkeypatch.setattr(pilot, "pilot", pilot_with_a_signal)
     tmp = tmp_path
     (tmp / "train.yaml").write_text(
         yaml.safe_dump(
@@ -558,3 +559,311 @@ def test_the_learning_design_on_a_model_that_answers(tmp_path, monkeypatch):
     train_rows = [json.loads(x) for x in (out / "data_filtered" / "train.jsonl").read_text().splitlines()]
     test_rows = [json.loads(x) for x in (out / "data" / "test.jsonl").read_text().splitlines()]
     assert not {r["target"] for r in train_rows} & {r["target"] for r in test_rows}
+
+
+# -- a study from a pre-built warm-start, with a harder held-out tier --------------------------------
+HARD_TIER = {
+    "breadth": [],
+    "small_rewrites": [{"count": 2, "qubits": [3], "core_gates": [2, 3], "redundancies": [3, 3], "seed": 5}],
+}
+
+
+def _prebuilt_warm_start(folder):
+    """A tiny random model saved as a Hugging Face folder (config.json, weights, tokenizer)."""
+    from rubriq.training.models import load_tokenizer, tiny_model
+
+    tokenizer = load_tokenizer()
+    tiny_model(tokenizer, seed=3).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def prebuilt_run(tmp_path_factory):
+    """Two arms x 1 seed x 2 steps from a pre-built warm-start (given relative to the YAML), with
+    a further held-out tier built for the study (3-qubit circuits, 3 planted redundancies: one
+    more than any training circuit) as the primary tier."""
+    import os
+
+    os.environ.setdefault("RUBRIQ_CACHE", str(tmp_path_factory.mktemp("cache")))
+    from rubriq.cli import app
+
+    tmp = tmp_path_factory.mktemp("prebuilt")
+    _prebuilt_warm_start(tmp / "models" / "warm")
+    train = {
+        "model": {"name_or_path": "embedded", "tiny": True},
+        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+        "data": {"build": LEARNING},
+        "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
+        "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6, **CPU},
+    }
+    (tmp / "train.yaml").write_text(yaml.safe_dump(train))
+    study = {
+        "train_config": "train.yaml",
+        "output_dir": str(tmp / "out"),
+        "warm_start_model": "models/warm",
+        "arms": {
+            "rubric": {"reward": "rubric", "rubric": {"fidelity": {"correct_threshold": 0.95}}},
+            "none": {"reward": "none"},
+        },
+        "seeds": [0],
+        "steps": 2,
+        "eval_every": 1,
+        "samples": 2,
+        "batch_size": 8,
+        "eval_tiers": {"hard": {"build": HARD_TIER}},
+        "primary_tier": "hard",
+        "primary_metric": "gap_closed",
+        "target_value": 0.5,
+    }
+    (tmp / "study.yaml").write_text(yaml.safe_dump(study))
+    result = CliRunner().invoke(app, ["study", "convergence", str(tmp / "study.yaml")])
+    assert result.exit_code == 0, result.output
+    return tmp
+
+
+def test_a_prebuilt_warm_start_is_used_where_it_is_and_fingerprinted(prebuilt_run):
+    import hashlib
+
+    tmp = prebuilt_run
+    out, warm = tmp / "out", (tmp / "models" / "warm").resolve()
+    assert not (out / "sft" / "model").exists()  # no SFT ran
+    sha = hashlib.sha256((warm / "model.safetensors").read_bytes()).hexdigest()
+    fingerprint = json.loads((out / "sft" / "fingerprint.json").read_text())
+    assert fingerprint["sha256"] == sha and fingerprint["model"] == str(warm) and fingerprint["trained_on"] is None
+    for name in ("rubric", "none"):
+        assert json.loads((out / "arms" / name / "seed0" / "done.json").read_text())["warm_start_sha256"] == sha
+    # the trained policy is an adapter on the pre-built weights
+    adapter = json.loads((out / "arms" / "rubric" / "seed0" / "final" / "adapter_config.json").read_text())
+    assert adapter["base_model_name_or_path"] == str(warm)
+    assert json.loads((out / "study.json").read_text())["warm_start_model"] == str(warm)
+
+
+def test_a_further_held_out_tier_is_evaluated_at_every_step_and_reported_on_its_own(prebuilt_run):
+    from rubriq.data.prompts import target_key
+
+    out = prebuilt_run / "out"
+    hard = [json.loads(x) for x in (out / "tiers" / "hard" / "test.jsonl").read_text().splitlines()]
+    train = [json.loads(x) for x in (out / "data" / "train.jsonl").read_text().splitlines()]
+    planted = [len(json.loads(r["planted"])) for r in hard]
+    assert len(hard) == 2 and {r["num_qubits"] for r in hard} == {3} and set(planted) == {3}
+    # one more planted redundancy than any training circuit, and more qubits
+    assert max(len(json.loads(r["planted"])) for r in train if r.get("planted")) == 2
+    assert max(r["num_qubits"] for r in train if r.get("planted")) == 2
+    assert not {target_key(r) for r in hard} & {target_key(r) for r in train}
+    rows = list(csv.DictReader(open(out / "per_step.csv")))
+    assert sorted((r["arm"], r["split"], r["step"]) for r in rows) == sorted(
+        (a, split, str(s)) for a in ("rubric", "none") for split in ("test", "hard") for s in (0, 1, 2)
+    )
+    # the same k = 2 samples per prompt on the tier, its records apart from the held-out split's
+    for step in (1, 2):
+        records = [
+            json.loads(x)
+            for x in (out / "arms" / "rubric" / "seed0" / f"hard_records_step{step}.jsonl").read_text().splitlines()
+        ]
+        assert len(records) == 2 * len(hard) and {r["prompt_id"] for r in records} == {r["id"] for r in hard}
+    step0 = json.loads((out / "step0" / "hard_seed0.json").read_text())
+    assert step0["split"] == "hard" and step0["completions"] == 2 * len(hard)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tier_prompts"] == {"hard": 2} and summary["study"]["primary_tier"] == "hard"
+    assert set(summary["arms"]["rubric"]["tier_per_step"]["hard"]) == {"0", "1", "2"}
+    assert set(summary["tier_differences"]) == {"test"} and "rubric - none" in summary["differences"]
+    text = (out / "summary.md").read_text()
+    assert "## Held-out tier `hard` (2 prompts x 2 samples)" in text and "on tier `hard`" in text
+    assert "## Time to target (tier `hard` gap_closed >= 0.5)" in text
+    assert (out / "curves_hard.png").stat().st_size > 0 and "![held-out tier hard curves](curves_hard.png)" in text
+    # the rewrite outcomes: every sample of a rewrite prompt is a copy, a reduction or wrong (a random
+    # model writes no circuit: all wrong), per evaluated step, in the table and a figure
+    for r in rows:
+        if r["split"] == "hard":
+            assert float(r["rewrite_wrong_rate"]) == 1 - float(r["rewrite_correct_rate"]) == 1.0
+            assert float(r["rewrite_copy_rate"]) == float(r["rewrite_reduction_rate"]) == 0.0
+    assert "## Rewrite outcomes per evaluated step" in text and (out / "rewrites.png").stat().st_size > 0
+
+
+def test_rewrite_outcomes_from_scored_samples():
+    """Copy, reduction and wrong among rewrite samples only, against hand-made records."""
+    from rubriq.studies.evaluate import held_out_metrics
+
+    spec = json.dumps({"algorithm": "circuit", "qasm": "OPENQASM 2.0;\nqreg q[1];\nt q[0];\nh q[0];\nt q[0];\n"})
+    ok = {"parsed": True, "average_fidelity": 1.0, "reward": 0.8, "error_type": None, "scores": {}}
+
+    def rec(text, t, fidelity=1.0, target=spec, t0=2):
+        return {
+            "prompt_id": "p",
+            "target": target,
+            "t0": t0,
+            "text": text,
+            "result": dict(ok, t_count=t, average_fidelity=fidelity),
+        }
+
+    records = [
+        rec("qreg q[1];\nt q[0];\nh q[0];\nt q[0];", 2),  # the input verbatim: a copy
+        rec("qreg q[1];\nh q[0];\nt q[0];\nt q[0];", 2),  # correct, same T, not verbatim: none of the three
+        rec("qreg q[1];\nt q[0];\nh q[0];\nt q[0];\ns q[0];", 1),  # fewer T (as scored): a reduction
+        rec("qreg q[1];", 0, fidelity=0.5),  # wrong
+        rec("garbage", 0, fidelity=0.5, target=json.dumps({"algorithm": "ghz", "num_qubits": 2})),  # not a rewrite
+    ]
+    m = held_out_metrics(records, k=2, eps=0.01)
+    assert (m["rewrite_copy_rate"], m["rewrite_reduction_rate"], m["rewrite_wrong_rate"]) == (0.25, 0.25, 0.25)
+    assert m["rewrite_correct_rate"] == 0.75 and m["synthesis_correct_rate"] == 0.0
+    only_synthesis = held_out_metrics(records[-1:], k=2, eps=0.01)
+    assert only_synthesis["rewrite_copy_rate"] is None and only_synthesis["rewrite_wrong_rate"] is None
+
+
+def test_the_committed_learning_study_gets_its_rewrite_outcomes_from_its_records(tmp_path):
+    """The learning study ran before the rewrite outcomes were measured: its summary gets them from
+    the committed scored samples. At step 0 (288 held-out rewrite samples per seed) the warm-start
+    reduced T correctly on 2, 3 and 4 samples of seeds 0, 1, 2, and the rest of the wrong rate is
+    what the committed correct rate leaves."""
+    import shutil
+
+    from rubriq.studies.aggregate import collect
+    from rubriq.studies.settings import StudySettings
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "learning"
+    shutil.copytree(root / "results" / "studies" / "learning", out, ignore=shutil.ignore_patterns("*.png"))
+    study = StudySettings.from_yaml(root / "configs" / "studies" / "learning_cpu.yaml")
+    rows = [r for r in collect(out, study) if r["split"] == "test"]
+    at0 = {r["seed"]: r for r in rows if r["arm"] == "rubric" and r["step"] == 0}
+    assert [round(at0[s]["rewrite_reduction_rate"] * 288) for s in (0, 1, 2)] == [2, 3, 4]
+    for r in rows:
+        assert r["rewrite_wrong_rate"] == pytest.approx(1 - r["rewrite_correct_rate"])
+        assert 0 <= r["rewrite_copy_rate"] <= r["rewrite_correct_rate"]
+    # the control's later steps are its step 0, samples and all
+    none = {(r["seed"], r["step"]): r["rewrite_copy_rate"] for r in rows if r["arm"] == "none"}
+    assert all(none[(s, step)] == none[(s, 0)] for s, step in none)
+    final = [r["rewrite_copy_rate"] for r in rows if r["arm"] != "none" and r["step"] == 100]
+    assert len(final) == 12 and min(final) > 0.7  # every trained arm-seed ends copying (docs/studies.md)
+
+
+def test_aggregate_judges_the_primary_tier_and_reports_every_tier():
+    """Time-to-target and the paired differences on the primary tier; the held-out split's
+    differences beside it; per-tier means with intervals, by hand."""
+    from rubriq.studies.aggregate import aggregate
+    from rubriq.studies.settings import ArmSettings, StudySettings, TierSettings
+
+    study = StudySettings(
+        train_config="x.yaml",
+        arms={"rubric": ArmSettings(), "none": ArmSettings(reward="none")},
+        seeds=(0, 1),
+        steps=10,
+        eval_every=10,
+        eval_tiers={"hard": TierSettings(build={"breadth": []})},
+        primary_tier="hard",
+        target_value=0.5,
+    )
+    rows = []
+    for arm, seed, step, split, correct in [
+        ("rubric", 0, 0, "test", 0.1),
+        ("rubric", 0, 10, "test", 0.9),
+        ("rubric", 0, 0, "hard", 0.0),
+        ("rubric", 0, 10, "hard", 0.2),
+        ("rubric", 1, 0, "test", 0.1),
+        ("rubric", 1, 10, "test", 0.7),
+        ("rubric", 1, 0, "hard", 0.0),
+        ("rubric", 1, 10, "hard", 0.6),
+        ("none", 0, 0, "test", 0.1),
+        ("none", 0, 10, "test", 0.1),
+        ("none", 0, 0, "hard", 0.0),
+        ("none", 0, 10, "hard", 0.0),
+        ("none", 1, 0, "test", 0.1),
+        ("none", 1, 10, "test", 0.1),
+        ("none", 1, 0, "hard", 0.0),
+        ("none", 1, 10, "hard", 0.0),
+    ]:
+        rows.append(
+            {
+                "arm": arm,
+                "seed": seed,
+                "step": step,
+                "split": split,
+                "correct_rate": correct,
+                "simulations": 4 * step,
+                "arm_seconds": 1.0,
+                "train/reward": 0.1,
+            }
+        )
+    agg = aggregate(rows, study)
+    rubric = agg["arms"]["rubric"]
+    assert rubric["per_step"][10]["correct_rate"][0] == pytest.approx(0.8)
+    assert rubric["tier_per_step"]["hard"][10]["correct_rate"][0] == pytest.approx(0.4)
+    # t(0.975, 1) = 12.7062 x stdev(0.2, 0.6) = 0.28284 / sqrt(2)
+    m, lo, hi = rubric["tier_per_step"]["hard"][10]["correct_rate"]
+    assert hi - m == pytest.approx(12.7062 * 0.28284 / math.sqrt(2), rel=1e-4)
+    assert rubric["time_to_target"] == [None, 10]  # on hard: seed 0 reaches 0.2, seed 1 0.6 (held-out: both)
+    assert agg["differences"]["rubric - none"]["correct_rate"][0] == pytest.approx(0.4)  # hard
+    assert agg["tier_differences"]["test"]["rubric - none"]["correct_rate"][0] == pytest.approx(0.7)
+
+
+def test_an_arm_rubric_override_merges_into_nested_sections():
+    """``rubric: {fidelity: {correct_threshold: 0.95}}`` changes that field of the training
+    config's rubric and keeps its other fidelity settings, weights and sections."""
+    from rubriq.studies.arms import arm_training_settings
+    from rubriq.studies.settings import ArmSettings
+    from rubriq.training.config import TrainSettings
+
+    settings = TrainSettings.from_dict(
+        {"rubric": {"fidelity": {"samples": 8, "metric": "average"}, "weights": {"fidelity": 0.5, "clifford": 0.1}}}
+    )
+    arm = ArmSettings(rubric={"fidelity": {"correct_threshold": 0.95}, "tcount": {"alpha": 0.1}})
+    cfg = arm_training_settings(settings, arm, seed=1, steps=3, arm_dir=Path("/nowhere")).rubric
+    assert (cfg.fidelity.correct_threshold, cfg.fidelity.samples, cfg.fidelity.metric) == (0.95, 8, "average")
+    assert cfg.tcount.alpha == 0.1 and cfg.tcount.epsilon == settings.rubric.tcount.epsilon
+    assert cfg.weights == settings.rubric.weights and cfg.hardware == settings.rubric.hardware
+    assert settings.rubric.fidelity.correct_threshold == 0.99  # the training config's own rubric is untouched
+    assert ArmSettings().rubric_config(settings.rubric) is settings.rubric
+
+
+def test_a_held_out_tier_from_a_dataset_folder_must_share_no_training_target(tmp_path):
+    from rubriq.config import ConfigError
+    from rubriq.data.prompts import save_splits
+    from rubriq.studies.data import tier_rows
+    from rubriq.studies.settings import ArmSettings, StudySettings, TierSettings
+
+    train = [{"id": f"t{i}", "target": f'{{"algorithm": "ghz", "num_qubits": {i}}}'} for i in (2, 3)]
+    other = [{"id": f"o{i}", "target": f'{{"algorithm": "ghz", "num_qubits": {i}}}'} for i in (4, 5, 6)]
+    save_splits({"test": other}, tmp_path / "clean")
+    save_splits({"test": other[:1], "validation": train[1:]}, tmp_path / "leaky")
+    tiers = {
+        "wide": TierSettings(dataset=str(tmp_path / "clean")),
+        "leak": TierSettings(dataset=str(tmp_path / "leaky"), split="validation"),
+        "none": TierSettings(dataset=str(tmp_path / "clean"), split="nope"),
+    }
+    study = StudySettings(train_config="x.yaml", arms={"rubric": ArmSettings()}, eval_tiers=tiers, max_prompts=2)
+    out = tmp_path / "out"
+    assert [r["id"] for r in tier_rows(study, "wide", None, out, train)] == ["o4", "o5"]  # max_prompts
+    assert len((out / "tiers" / "wide" / "test.jsonl").read_text().splitlines()) == 3  # the whole tier kept
+    with pytest.raises(ConfigError, match="1 of its targets are training targets"):
+        tier_rows(study, "leak", None, out, train)
+    assert not (out / "tiers" / "leak").exists()  # nothing half-written left for the next run
+    with pytest.raises(ConfigError, match="eval tier 'none'.*no split 'nope'"):
+        tier_rows(study, "none", None, out, train)
+
+
+def test_bad_study_v2_settings_are_clear_errors_before_anything_trains(tmp_path):
+    from rubriq.cli import app
+
+    config = _configs(tmp_path, {"rubric": {"reward": "rubric"}, "none": {"reward": "none"}})
+    base = yaml.safe_load(config.read_text())
+
+    def run(**changes):
+        config.write_text(yaml.safe_dump({**base, **changes}))
+        return CliRunner().invoke(app, ["study", "convergence", str(config)])
+
+    result = run(warm_start_model="no/such/model")
+    assert result.exit_code == 2 and "warm_start_model" in result.output and "no such folder" in result.output
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "config.json").write_text("{}")
+    result = run(warm_start_model="half")
+    assert result.exit_code == 2 and "safetensors" in result.output and "tokenizer" in result.output, result.output
+    result = run(arms={"relative": {"reward": "rubric", "rubric": {"tcount": {"relatve": True}}}})
+    assert result.exit_code == 2 and "arm 'relative'" in result.output and "unknown key" in result.output
+    assert not (tmp_path / "out" / "sft").exists()  # stopped before the warm-start
+    result = run(eval_tiers={"test": {"split": "validation"}})
+    assert result.exit_code == 2 and "not 'test'" in result.output
+    result = run(eval_tiers={"hard": {"build": {"breadth": []}, "dataset": "x"}})
+    assert result.exit_code == 2 and "not both" in result.output
+    result = run(primary_tier="hard")
+    assert result.exit_code == 2 and "primary_tier" in result.output

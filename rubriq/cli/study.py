@@ -39,13 +39,15 @@ def study_convergence(
     """Rubric vs gated rubric vs sparse reward vs no RL from one warm-start, over seeds, evaluated on
     held-out targets by sampling. Resumable: finished arm-seeds are skipped."""
     from rubriq.studies import convergence
+    from rubriq.studies.settings import StudySettings
+    from rubriq.studies.summary import eval_prompt_count, write_summary
 
     check(config.is_file(), "YAML", f"no such file: {config}")
     with reported():
         if summary_only:
-            study = convergence.StudySettings.from_yaml(config)
+            study = StudySettings.from_yaml(config)
             folder = out or Path(study.output_dir)
-            report = convergence.write_summary(folder, study, convergence.eval_prompt_count(folder, study))
+            report = write_summary(folder, study, eval_prompt_count(folder, study))
         else:
             report = convergence.run(
                 config,
@@ -91,7 +93,7 @@ def study_compare(
 ) -> None:
     """Whether two arm-seeds are the same run: every logged value per step (wall times and rates
     left out), every training completion's scores, every scored sample. Exits 1 if they differ."""
-    from rubriq.studies.convergence import compare_arm_seeds
+    from rubriq.studies.compare import compare_arm_seeds
     from rubriq.tables import markdown_table
 
     for folder in (first, second):

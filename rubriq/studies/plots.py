@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 
 from rubriq.evaluation.plots import _pyplot, save
+from rubriq.studies.aggregate import series
+from rubriq.studies.layout import finished_arm_seeds
+from rubriq.studies.settings import REWRITE_OUTCOMES
 
 PANELS = (
     ("correct_rate", "held-out correct rate (F_avg >= 0.99)"),
@@ -16,32 +19,57 @@ PANELS = (
 GAP_PANEL = ("gap_closed", "held-out fraction of the T gap to PyZX closed (0 if wrong)")
 
 
-def curves(agg: dict, out: Path, study, key: str = "per_step") -> Path:
-    """Metrics per evaluated step: mean over seeds with the 95% interval as a band; ``key``
-    ``per_step`` (held-out) or ``train_per_step`` (the fixed sample of training prompts).  With
-    rewrite prompts in the set, the gap-closed panel replaces pass@k."""
-    plt = _pyplot()
-    where = "held-out" if key == "per_step" else "training-prompt"
-    has_gap = any(
-        step.get("gap_closed", (None,))[0] is not None for arm in agg["arms"].values() for step in arm[key].values()
+REWRITE_PANELS = (
+    ("rewrite_copy_rate", "correct and the input verbatim (copy)"),
+    ("rewrite_reduction_rate", "correct with fewer T than the input"),
+    ("rewrite_wrong_rate", "not correct (wrong)"),
+)
+
+
+def _bands(ax, agg: dict, metric: str, split: str) -> None:
+    """One line per arm (mean over seeds) with its 95% interval as a band."""
+    for name, arm in agg["arms"].items():
+        per = series(arm, split)
+        steps = sorted(per)
+        mean = [per[s][metric][0] for s in steps]
+        pts = [(s, m, per[s][metric]) for s, m in zip(steps, mean, strict=True) if m is not None]
+        if not pts:
+            continue
+        xs = [p[0] for p in pts]
+        (line,) = ax.plot(xs, [p[1] for p in pts], marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
+        lo = [max(0.0, p[2][1]) for p in pts]
+        hi = [min(1.0, p[2][2]) for p in pts]
+        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15)
+
+
+def _where(split: str) -> str:
+    return {"test": "held-out", "train": "training-prompt"}.get(split, f"held-out tier {split}")
+
+
+def _has(agg: dict, split: str, metrics) -> bool:
+    """Whether any arm has a value of one of ``metrics`` on ``split``."""
+    return any(
+        step.get(m, (None,))[0] is not None
+        for arm in agg["arms"].values()
+        for step in series(arm, split).values()
+        for m in metrics
     )
+
+
+def curves(agg: dict, out: Path, study, split: str = "test") -> Path:
+    """Metrics per evaluated step: mean over seeds with the 95% interval as a band, on ``split``:
+    ``test`` (held-out), ``train`` (the fixed sample of training prompts) or a further held-out
+    tier.  With rewrite prompts in the set, the gap-closed panel replaces pass@k."""
+    plt = _pyplot()
+    where = _where(split)
+    has_gap = _has(agg, split, ("gap_closed",))
     panels = [p for p in PANELS if not (has_gap and p[0] == "pass@k")]
     if has_gap:
         panels.insert(2, GAP_PANEL)
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     for ax, (metric, label) in zip(axes.flat, panels, strict=False):
         label = label.replace("held-out", where)
-        for name, arm in agg["arms"].items():
-            steps = sorted(arm[key])
-            mean = [arm[key][s][metric][0] for s in steps]
-            pts = [(s, m, arm[key][s][metric]) for s, m in zip(steps, mean, strict=True) if m is not None]
-            if not pts:
-                continue
-            xs = [p[0] for p in pts]
-            (line,) = ax.plot(xs, [p[1] for p in pts], marker="o", label=f"{name} ({len(arm['seeds'])} seeds)")
-            lo = [max(0.0, p[2][1]) for p in pts]
-            hi = [min(1.0, p[2][2]) for p in pts]
-            ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15)
+        _bands(ax, agg, metric, split)
         ax.set_xlabel("GRPO step")
         ax.set_ylabel(label.replace(f"{where} ", ""))
         ax.set_title(label.replace("pass@k", f"pass@{study.samples}"), fontsize=10)
@@ -54,11 +82,33 @@ def curves(agg: dict, out: Path, study, key: str = "per_step") -> Path:
     return save(fig, out)
 
 
+def rewrite_outcomes(agg: dict, out: Path, study) -> Path | None:
+    """What became of the rewrite samples per evaluated step, one row of panels per prompt set
+    that has them (held-out, each further tier, the training prompts): copied, reduced, wrong
+    (mean over seeds, 95% band).  None (nothing drawn) without rewrite samples."""
+    splits = [s for s in (*study.tiers(), "train") if _has(agg, s, REWRITE_OUTCOMES)]
+    if not splits:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(splits), 3, figsize=(14, 3.8 * len(splits)), squeeze=False)
+    for row, split in zip(axes, splits, strict=True):
+        for ax, (metric, label) in zip(row, REWRITE_PANELS, strict=True):
+            _bands(ax, agg, metric, split)
+            ax.set_xlabel("GRPO step")
+            ax.set_title(f"{_where(split)}: {label}", fontsize=10)
+            ax.set_ylim(-0.02, 1.02)
+    axes[0][0].legend(fontsize=8, loc="best")
+    fig.suptitle(
+        f"Rewrite samples (a circuit to improve): fraction copied, reduced, wrong; k = {study.samples} samples "
+        "per prompt, mean and 95% interval over seeds",
+        fontsize=11,
+    )
+    return save(fig, out)
+
+
 def training(out_dir: Path, study, out: Path) -> Path:
     """Training reward, reward std within groups, frac_reward_zero_std and entropy per step,
     averaged over the finished seeds (TRL's logged values)."""
-    from rubriq.studies.convergence import finished_arm_seeds  # (convergence imports this module)
-
     plt = _pyplot()
     keys = (
         ("reward", "training reward (arm's own)"),

@@ -1,0 +1,325 @@
+"""Stage 6a, the numbers: what the finished arm-seeds' files say, over seeds.
+
+* :func:`collect`: one row per (arm, seed, evaluated step, split), with the arm-seed's
+  training-log means (``per_step.csv``);
+* :func:`aggregate`: means and 95% t-intervals over seeds (:func:`rubriq.evaluation.metrics.mean_ci`)
+  per arm and step, time-to-target (the first evaluated step at which the held-out
+  ``primary_metric`` reaches ``target_value``), and paired differences between arms at the
+  final step (same seed) with the smallest effect the seeds can detect
+  (:func:`rubriq.studies.analysis.minimum_detectable_effect`);
+* :func:`correlations`: the correlation of the rubric's five dimensions and their effective
+  number, per arm and task family, over training completions and held-out samples;
+* :func:`paired_from_step0`: each trained arm-seed's final step against its own step 0 on the
+  same prompts (what one seed can say), with its verbatim copies and T reductions;
+* :func:`warm_starts`: which arm-seeds trained from which warm-start.
+
+Only finished arm-seeds (``done.json``) are read (:func:`rubriq.studies.layout.finished_arm_seeds`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from rubriq.config import RubricConfig
+from rubriq.evaluation.metrics import mean_ci
+from rubriq.studies import layout
+from rubriq.studies.settings import EVAL_METRICS, REWRITE_OUTCOMES, TRAIN_METRICS, StudySettings
+
+EPS = 1 - RubricConfig().fidelity.correct_threshold
+"""The correctness threshold of what the summary recomputes from scored samples (the studies'
+configs keep the default F_avg >= 0.99; the evaluations themselves use the training config's)."""
+
+
+def collect(out: Path, study: StudySettings) -> list[dict]:
+    """One row per (arm, seed, evaluated step, split) of the finished arm-seeds, with the
+    arm-seed's training-log means (TRAIN_METRICS, prefixed ``train/``) and seconds.  An
+    evaluation logged before the rewrite outcomes were measured gets them from its scored
+    samples (the records files; all None where those are missing too)."""
+    from rubriq.studies.evaluate import rewrite_outcomes
+
+    rows = []
+    for name in study.arms:
+        for seed, arm_dir in layout.finished_arm_seeds(out, study, name):
+            done = json.loads((arm_dir / "done.json").read_text())
+            logged = [r for r in layout.read_jsonl(arm_dir / "metrics.jsonl") if "train_runtime" not in r]
+            train = {}
+            for key in (*TRAIN_METRICS, "dynamic_sampling/skipped_groups"):
+                values = [r[key] for r in logged if isinstance(r.get(key), (int, float)) and math.isfinite(r[key])]
+                train[f"train/{key}"] = statistics.fmean(values) if values else None
+            for ev in layout.read_jsonl(arm_dir / "evals.jsonl"):
+                if any(m not in ev for m in REWRITE_OUTCOMES):  # evaluated before these were measured
+                    records = layout.eval_records(out, study, name, seed, ev.get("split", "test"), ev["step"])
+                    ev = {**ev, **rewrite_outcomes(layout.read_jsonl(records), EPS)}
+                rows.append(
+                    {
+                        "arm": name,
+                        "seed": seed,
+                        "split": ev.get("split", "test"),
+                        **{k: ev.get(k) for k in ("step", *EVAL_METRICS)},
+                        "simulations": ev.get("simulations"),
+                        **train,
+                        "arm_seconds": done["seconds"],
+                        "warm_start": done.get("warm_start_sha256") or "not recorded",
+                    }
+                )
+    return rows
+
+
+def time_to_target(rows: list[dict], threshold: float, metric: str = "correct_rate") -> int | None:
+    """First evaluated step whose ``metric`` reaches ``threshold`` (rows of one arm-seed).
+
+    >>> time_to_target([{"step": 0, "correct_rate": 0.1}, {"step": 10, "correct_rate": 0.6}], 0.5)
+    10
+    """
+    hits = [r["step"] for r in sorted(rows, key=lambda r: r["step"]) if (r.get(metric) or 0) >= threshold]
+    return hits[0] if hits else None
+
+
+DIFFERENCE_METRICS = (
+    "correct_rate",
+    "mean_reward",
+    "pass@k",
+    "wrong_rewarded_rate",
+    "gap_closed",
+    "compression",
+    "rewrite_copy_rate",
+    "rewrite_reduction_rate",
+)
+
+
+def _pairs(names) -> list[tuple[str, str]]:
+    pairs = [(a, "none") for a in names if a != "none"]
+    for a in ("rubric", "rubric_gated", "sparse"):
+        if a in names and "binary" in names:
+            pairs.append((a, "binary"))
+    pairs += [("rubric", "sparse"), ("rubric_gated", "sparse"), ("rubric_gated", "rubric")]
+    return [(a, b) for a, b in pairs if a in names and b in names]
+
+
+def aggregate(rows: list[dict], study: StudySettings) -> dict[str, Any]:
+    """Means and 95% intervals over seeds per arm and step (held-out; the training-prompt sample
+    as ``train_per_step``; each further tier in ``tier_per_step``); time-to-target on the primary
+    metric of the primary tier; paired differences of the final-step metrics (same seed) with the
+    smallest effect the seeds can detect, on the primary tier (``differences``) and on every
+    other held-out tier (``tier_differences``)."""
+    arms: dict[str, Any] = {}
+    test = [r for r in rows if r.get("split", "test") == "test"]
+    primary = [r for r in rows if r.get("split", "test") == study.primary_tier]
+    final_step = max((r["step"] for r in test), default=0)
+    metric = study.primary_metric
+    for name in study.arms:
+        mine = [r for r in test if r["arm"] == name]
+        if not mine:
+            continue
+        seeds = sorted({r["seed"] for r in mine})
+        steps = sorted({r["step"] for r in mine})
+        of_arm = [r for r in rows if r["arm"] == name]
+        judged = [r for r in primary if r["arm"] == name]
+        ttt = [time_to_target([r for r in judged if r["seed"] == s], study.threshold, metric) for s in seeds]
+        first = {s: next(r for r in mine if r["seed"] == s) for s in seeds}
+        arms[name] = {
+            "seeds": seeds,
+            "per_step": _per_step(mine, steps, (*EVAL_METRICS, "simulations")),
+            "train_per_step": _per_step([r for r in of_arm if r.get("split") == "train"], steps, EVAL_METRICS),
+            "tier_per_step": {
+                tier: _per_step([r for r in of_arm if r.get("split") == tier], steps, EVAL_METRICS)
+                for tier in study.eval_tiers
+            },
+            "time_to_target": ttt,
+            "simulations_to_target": [
+                next(
+                    (
+                        r["simulations"]
+                        for r in sorted(mine, key=lambda r: r["step"])
+                        if r["seed"] == s and r["step"] == t
+                    ),
+                    None,
+                )
+                if t is not None
+                else None
+                for s, t in zip(seeds, ttt, strict=True)
+            ],
+            "seconds_per_seed": mean_ci([first[s]["arm_seconds"] for s in seeds]),
+            "train": {k: mean_ci([first[s][k] for s in seeds]) for k in first[seeds[0]] if k.startswith("train/")},
+        }
+    start = {(r["arm"], r["seed"]): r.get("warm_start", "not recorded") for r in test}
+    metrics = tuple(dict.fromkeys((*DIFFERENCE_METRICS, metric)))
+    return {
+        "final_step": final_step,
+        "arms": arms,
+        "differences": _differences(primary, arms, final_step, metrics, start),
+        "tier_differences": {
+            tier: _differences([r for r in rows if r.get("split", "test") == tier], arms, final_step, metrics, start)
+            for tier in study.tiers()
+            if tier != study.primary_tier
+        },
+    }
+
+
+def series(arm: dict, split: str) -> dict:
+    """One arm's means per evaluated step (an entry of ``aggregate()["arms"]``) on a prompt set:
+    ``test`` (the held-out split), ``train`` (the training-prompt sample) or a further tier."""
+    if split == "test":
+        return arm["per_step"]
+    if split == "train":
+        return arm["train_per_step"]
+    return arm.get("tier_per_step", {}).get(split, {})
+
+
+def _per_step(rows: list[dict], steps: list[int], metrics: tuple[str, ...]) -> dict[int, dict]:
+    """Mean and 95% interval over the rows (seeds) of each of ``steps`` that has rows."""
+    out = {}
+    for step in steps:
+        at = [r for r in rows if r["step"] == step]
+        if at:
+            out[step] = {m: mean_ci([r.get(m) for r in at]) for m in metrics}
+    return out
+
+
+def _differences(
+    rows: list[dict], arms: dict[str, Any], final_step: int, metrics: tuple[str, ...], start: dict
+) -> dict[str, Any]:
+    """Paired (same seed) differences at ``final_step`` of each pair of arms (:func:`_pairs`) over
+    ``rows`` (one prompt set), with the MDE and the seeds at which both used one warm-start."""
+    from rubriq.studies.analysis import minimum_detectable_effect
+
+    diffs = {}
+    for a, b in _pairs(list(arms)):
+        common = sorted(set(arms[a]["seeds"]) & set(arms[b]["seeds"]))
+        out: dict[str, Any] = {}
+        for m in metrics:
+            values = []
+            for s in common:
+                va = [r.get(m) for r in rows if r["arm"] == a and r["seed"] == s and r["step"] == final_step]
+                vb = [r.get(m) for r in rows if r["arm"] == b and r["seed"] == s and r["step"] == final_step]
+                if va and vb and va[0] is not None and vb[0] is not None:
+                    values.append(va[0] - vb[0])
+            out[m] = mean_ci(values)
+            out[f"mde/{m}"] = minimum_detectable_effect(values)
+        # a pair of arm-seeds that trained from two warm-starts (a rebuilt one) differs by more
+        # than the reward: say which seeds are matched ("not recorded" counts as one warm-start)
+        same = [s for s in common if start[(a, s)] == start[(b, s)]]
+        diffs[f"{a} - {b}"] = {"seeds": common, "same_warm_start": same, "step": final_step, **out}
+    return diffs
+
+
+def correlations(out: Path, study: StudySettings, final_step: int) -> dict[str, Any]:
+    """The five dimensions' correlation and effective number (``analysis.dimension_correlation``)
+    per arm over its finished arm-seeds' training completions (every seed, per task family and all) and over the
+    held-out samples at the final step (and at step 0, shared)."""
+    from rubriq.studies.analysis import dimension_correlation, family_of_spec
+
+    result: dict[str, Any] = {"train": {}, "held_out": {}}
+    for name in study.arms:
+        finished = [arm_dir for _, arm_dir in layout.finished_arm_seeds(out, study, name)]
+        scored = []
+        for arm_dir in finished:
+            scored += layout.read_jsonl(arm_dir / "train_scores.jsonl")
+        parsed = [r for r in scored if r.get("error_type") is None]
+        if parsed:
+            fams = sorted({r["family"] for r in parsed})
+            result["train"][name] = {
+                "all": dimension_correlation([r["scores"] for r in parsed]),
+                **{f: dimension_correlation([r["scores"] for r in parsed if r["family"] == f]) for f in fams},
+            }
+        held = []
+        for arm_dir in finished:
+            held += layout.read_jsonl(layout.step_records(arm_dir, "test", final_step))
+        if name == "none" or not held:
+            continue
+        result["held_out"][name] = _by_family(held, dimension_correlation, family_of_spec)
+    step0 = []
+    for seed in study.seeds:
+        step0 += layout.read_jsonl(layout.step0_records(out, "test", seed))
+    if step0:
+        result["held_out"]["step 0 (warm-start)"] = _by_family(step0, dimension_correlation, family_of_spec)
+    return result
+
+
+def _by_family(records: list[dict], corr, family_of) -> dict[str, Any]:
+    parsed = [r for r in records if (r.get("result") or {}).get("error_type") is None and r.get("result")]
+    fams = sorted({"rewrite" if family_of(r.get("target") or "") == "rewrite" else "synthesis" for r in parsed})
+    out = {"all": corr([r["result"]["scores"] for r in parsed])}
+    for f in fams:
+        out[f] = corr(
+            [
+                r["result"]["scores"]
+                for r in parsed
+                if ("rewrite" if family_of(r.get("target") or "") == "rewrite" else "synthesis") == f
+            ]
+        )
+    return out
+
+
+def paired_from_step0(out: Path, study: StudySettings, final_step: int) -> dict[str, Any]:
+    """Per finished arm-seed (the control left out: its later steps are its step 0) and prompt
+    set (``test``, ``train``, each further tier): the final step's change from step 0 on the same
+    prompts (``analysis.paired_change``), with the correct rewrites' verbatim copies and T
+    reductions (``analysis.rewrite_copies``)."""
+    from rubriq.studies.analysis import paired_change, rewrite_copies
+
+    rows = _rows(out / "data", "test") + _rows(out / "data", "train")
+    t_pyzx = {"test": _t_pyzx(rows), "train": _t_pyzx(rows)}
+    for tier in study.eval_tiers:
+        t_pyzx[tier] = _t_pyzx(_rows(out / "tiers" / tier, "test"))
+    found: dict[str, Any] = {}
+    for name, arm in study.arms.items():
+        if arm.reward == "none":
+            continue
+        for seed, arm_dir in layout.finished_arm_seeds(out, study, name):
+            for split, gaps in t_pyzx.items():
+                before = layout.read_jsonl(layout.step0_records(out, split, seed))
+                after = layout.read_jsonl(layout.step_records(arm_dir, split, final_step))
+                if before and after:
+                    change = paired_change(before, after, gaps, EPS)
+                    prompts = len({r.get("prompt_id") for r in after})
+                    copies = {"step0": rewrite_copies(before, EPS), "final": rewrite_copies(after, EPS)}
+                    found.setdefault(name, {}).setdefault(str(seed), {})[split] = {
+                        **change,
+                        "prompts": prompts,
+                        "rewrite_copies": copies,
+                    }
+    return found
+
+
+def _rows(folder: Path, split: str) -> list[dict]:
+    """A split's rows ([] where the folder or split is missing, as in committed results)."""
+    from rubriq.data.prompts import load_split
+
+    try:
+        return load_split(folder, split)
+    except (OSError, ValueError):
+        return []
+
+
+def _t_pyzx(rows: list[dict]) -> dict[str, int]:
+    return {str(r["id"]): int(r["t_pyzx"]) for r in rows if r.get("t_pyzx") is not None}
+
+
+def warm_starts(out: Path, study: StudySettings) -> dict[str, list[str]]:
+    """Finished trained arm-seeds ("ARM sS") by the SHA-256 of the warm-start they trained from
+    (``done.json``; "not recorded" for arm-seeds that ran before the field existed)."""
+    found: dict[str, list[str]] = {}
+    for name, arm in study.arms.items():
+        if arm.reward == "none":
+            continue
+        for seed, arm_dir in layout.finished_arm_seeds(out, study, name):
+            sha = json.loads((arm_dir / "done.json").read_text()).get("warm_start_sha256") or "not recorded"
+            found.setdefault(sha, []).append(f"{name} s{seed}")
+    return found
+
+
+__all__ = [
+    "DIFFERENCE_METRICS",
+    "aggregate",
+    "collect",
+    "correlations",
+    "paired_from_step0",
+    "series",
+    "time_to_target",
+    "warm_starts",
+]

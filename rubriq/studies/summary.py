@@ -1,0 +1,509 @@
+"""Stage 6b, the report: ``per_step.csv``, ``summary.json``, ``summary.md`` and the figures
+(:mod:`rubriq.studies.plots`), from whatever arm-seeds are finished (:mod:`rubriq.studies.aggregate`).
+Written after every arm-seed, and again by ``rubriq study convergence --summary-only`` (also in a
+committed results folder, which holds no ``data/``).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+
+from rubriq.config import ConfigError
+from rubriq.studies import plots
+from rubriq.studies.aggregate import aggregate, collect, correlations, paired_from_step0, series, warm_starts
+from rubriq.studies.data import tier_folder
+from rubriq.studies.settings import StudySettings
+from rubriq.tables import fmt, format_ci, markdown_table
+
+
+def eval_prompt_count(out: Path, study: StudySettings) -> int:
+    """The number of held-out prompts each evaluation samples: from ``OUT/data`` (the study's
+    split), else, in a committed results folder (no data), from its ``summary.json``."""
+    split = out / "data" / f"{study.split}.jsonl"
+    if split.is_file():
+        n = sum(1 for line in split.read_text(encoding="utf-8").splitlines() if line.strip())
+        return min(n, study.max_prompts) if study.max_prompts else n
+    written = out / "summary.json"
+    if written.is_file():
+        return int(json.loads(written.read_text())["eval_prompts"])
+    raise ConfigError(
+        f"{out}: neither {split} nor summary.json to count the held-out prompts from; run the study "
+        "(without --summary-only) to write its data"
+    )
+
+
+def tier_prompt_counts(out: Path, study: StudySettings) -> dict[str, int | None]:
+    """The number of prompts of each further tier: from ``OUT/tiers/NAME``, else from
+    ``summary.json`` (None where neither says)."""
+    written = out / "summary.json"
+    recorded = json.loads(written.read_text()).get("tier_prompts", {}) if written.is_file() else {}
+    counts: dict[str, int | None] = {}
+    for name in study.eval_tiers:
+        path = tier_folder(out, name) / "test.jsonl"
+        if path.is_file():
+            n = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+            counts[name] = min(n, study.max_prompts) if study.max_prompts else n
+        else:
+            counts[name] = recorded.get(name)
+    return counts
+
+
+def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
+    """per_step.csv, summary.json, summary.md and the plots, from whatever arm-seeds are done."""
+    rows = collect(out, study)
+    if not rows:
+        raise RuntimeError(f"no finished arm-seed under {out / 'arms'}")
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    with open(out / "per_step.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    tier_prompts = tier_prompt_counts(out, study)
+    agg = aggregate(rows, study)
+    agg["paired_from_step0"] = paired_from_step0(out, study, agg["final_step"])
+    corr = correlations(out, study, agg["final_step"])
+    filtered = json.loads((out / "filter.json").read_text()) if (out / "filter.json").is_file() else None
+    train_prompts = study.train_eval_prompts
+    summary = {
+        "study": dataclasses.asdict(study),
+        "eval_prompts": eval_prompts,
+        "train_eval_prompts": train_prompts,
+        "tier_prompts": tier_prompts,
+        "filter": {k: v for k, v in (filtered or {}).items() if k != "kept"},
+        "correlations": corr,
+        **agg,
+        "warm_starts": warm_starts(out, study),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    figures = [("held-out curves", plots.curves(agg, out / "curves.png", study))]
+    if any(a["train_per_step"] for a in agg["arms"].values()):
+        figures.append(("training-prompt curves", plots.curves(agg, out / "train_curves.png", study, split="train")))
+    for tier in study.eval_tiers:
+        figures.append(
+            (f"held-out tier {tier} curves", plots.curves(agg, out / f"curves_{tier}.png", study, split=tier))
+        )
+    rewrites = plots.rewrite_outcomes(agg, out / "rewrites.png", study)
+    if rewrites is not None:
+        figures.append(("rewrite outcomes", rewrites))
+    figures.append(("training signal", plots.training(out, study, out / "training.png")))
+    text = summary_markdown(
+        study,
+        agg,
+        corr,
+        filtered,
+        eval_prompts,
+        train_prompts,
+        summary["warm_starts"],
+        tier_prompts,
+        [(alt, path.name) for alt, path in figures],
+    )
+    (out / "summary.md").write_text(text)
+    return out / "summary.md"
+
+
+def summary_markdown(
+    study: StudySettings,
+    agg: dict,
+    corr: dict,
+    filtered,
+    eval_prompts: int,
+    train_prompts: int,
+    starts: dict[str, list[str]] | None = None,
+    tier_prompts: dict[str, int | None] | None = None,
+    figures: list[tuple[str, str]] | None = None,
+) -> str:
+    """The study's tables (summary.md), section by section; ``figures``: (alt text, file name)
+    of the figures written beside it (default: the held-out and training-prompt curves and the
+    training signal)."""
+    if figures is None:
+        figures = [("held-out curves", "curves.png")]
+        figures += [("training-prompt curves", "train_curves.png")] if train_prompts else []
+        figures += [("training signal", "training.png")]
+    lines = _header(study, agg, eval_prompts, tier_prompts or {})
+    lines += _held_out(study, agg)
+    lines += _training_prompts(study, agg, train_prompts)
+    for tier in study.eval_tiers:
+        lines += _tier(study, agg, tier, (tier_prompts or {}).get(tier))
+    lines += _rewrite_outcomes(study, agg)
+    lines += _time_to_target(study, agg)
+    lines += _training_signal(agg)
+    lines += _difficulty_filter(filtered)
+    lines += _paired_differences(study, agg)
+    lines += _correlations(corr)
+    lines += _change_from_step0(agg)
+    lines += _warm_starts(starts)
+    lines += [""]
+    for alt, name in figures:
+        lines += [f"![{alt}]({name})", ""]
+    return "\n".join(lines)
+
+
+# -- the sections of summary.md, in order --------------------------------------------------------
+HELD_OUT_COLUMNS = (
+    "correct_rate",
+    "mean_reward",
+    "pass@k",
+    "gap_closed",
+    "reached_pyzx",
+    "compression",
+    "wrong_rewarded_rate",
+)
+OUTCOME_NAMES = {"rewrite_copy_rate": "copy", "rewrite_reduction_rate": "reduction", "rewrite_wrong_rate": "wrong"}
+
+
+def _tier_label(tier: str) -> str:
+    return "held-out" if tier == "test" else f"held-out tier `{tier}`"
+
+
+def _steps(agg: dict) -> list[int]:
+    return sorted({s for a in agg["arms"].values() for s in a["per_step"]})
+
+
+def _tier_differences(study: StudySettings, agg: dict, tier: str) -> dict:
+    return agg["differences"] if tier == study.primary_tier else agg.get("tier_differences", {}).get(tier, {})
+
+
+def _matched(d: dict) -> str:
+    same = d.get("same_warm_start", d["seeds"])
+    return f"{', '.join(f's{s}' for s in same) or 'none'} ({len(same)} of {len(d['seeds'])})"
+
+
+def _header(study: StudySettings, agg: dict, eval_prompts: int, tier_prompts: dict) -> list[str]:
+    k, metric = study.samples, study.primary_metric
+    judged = "" if study.primary_tier == "test" else f" on tier `{study.primary_tier}`"
+    tiers = "".join(
+        f" Further held-out tier `{t}`: {fmt(tier_prompts.get(t))} prompts x {k} samples." for t in study.eval_tiers
+    )
+    return [
+        f"# Convergence study ({', '.join(agg['arms'])})",
+        "",
+        f"{eval_prompts} held-out prompts x {k} samples; {len(study.seeds)} seeds; {study.steps} GRPO steps.{tiers} "
+        "Means over seeds with 95% t-intervals. Primary metric (named before the run): held-out "
+        f"`{metric}`{judged}; time-to-target threshold {study.threshold}.",
+    ]
+
+
+def _at_final(agg: dict, per: dict) -> dict:
+    return per.get(agg["final_step"]) or per[max(per)]
+
+
+def _final_table(study: StudySettings, agg: dict, tier: str) -> list[str]:
+    """The held-out metrics of every arm at the final step, on one tier."""
+    k = study.samples
+    header = ["arm", "seeds", *(c.replace("pass@k", f"pass@{k}") for c in HELD_OUT_COLUMNS)]
+    return markdown_table(
+        header,
+        [
+            [n, str(len(a["seeds"])), *(format_ci(_at_final(agg, series(a, tier))[c]) for c in HELD_OUT_COLUMNS)]
+            for n, a in agg["arms"].items()
+            if series(a, tier)
+        ],
+    )
+
+
+def _per_step_table(study: StudySettings, agg: dict, tier: str) -> list[str]:
+    """The primary metric of every arm at every evaluated step, on one tier."""
+    steps, metric = _steps(agg), study.primary_metric
+    return markdown_table(
+        ["arm", *(f"step {s}" for s in steps)],
+        [
+            [n, *(format_ci(series(a, tier)[s][metric]) if s in series(a, tier) else "-" for s in steps)]
+            for n, a in agg["arms"].items()
+        ],
+    )
+
+
+def _held_out(study: StudySettings, agg: dict) -> list[str]:
+    lines = ["", f"## Held-out metrics at step {agg['final_step']}", ""]
+    lines += _final_table(study, agg, "test")
+    lines += ["", f"## Held-out `{study.primary_metric}` per evaluated step", ""]
+    lines += _per_step_table(study, agg, "test")
+    if study.primary_tier != "test":
+        lines += ["", f"Paired differences at step {agg['final_step']} (same seed):", ""]
+        lines += _paired_table(study, _tier_differences(study, agg, "test"))
+    return lines
+
+
+def _training_prompts(study: StudySettings, agg: dict, train_prompts: int) -> list[str]:
+    if not train_prompts:
+        return []
+    k, metric, steps = study.samples, study.primary_metric, _steps(agg)
+    lines = [
+        "",
+        f"## Training prompts ({train_prompts} fixed prompts x {k} samples): learning vs generalization",
+        "",
+    ]
+    lines += markdown_table(
+        ["arm", *(f"{m} step {s}" for m in ("correct", metric) for s in steps)],
+        [
+            [
+                n,
+                *(
+                    format_ci(a["train_per_step"][s][m]) if s in a["train_per_step"] else "-"
+                    for m in ("correct_rate", metric)
+                    for s in steps
+                ),
+            ]
+            for n, a in agg["arms"].items()
+        ],
+    )
+    return lines
+
+
+def _tier(study: StudySettings, agg: dict, tier: str, prompts: int | None) -> list[str]:
+    """A further held-out tier: its final-step table, its primary metric per step, its paired differences."""
+    last = agg["final_step"]
+    lines = ["", f"## Held-out tier `{tier}` ({fmt(prompts)} prompts x {study.samples} samples)", ""]
+    lines += [f"Metrics at step {last}:", ""]
+    lines += _final_table(study, agg, tier)
+    lines += ["", f"`{study.primary_metric}` per evaluated step:", ""]
+    lines += _per_step_table(study, agg, tier)
+    if tier == study.primary_tier:
+        lines += ["", "The primary tier: its paired differences are in the table of paired differences below."]
+    else:
+        lines += ["", f"Paired differences at step {last} (same seed):", ""]
+        lines += _paired_table(study, _tier_differences(study, agg, tier))
+    return lines
+
+
+def _paired_table(study: StudySettings, diffs: dict) -> list[str]:
+    """A short table of paired differences: correct rate, reward, gap closed and the primary metric (MDE)."""
+    dm = list(dict.fromkeys(("correct_rate", "mean_reward", "gap_closed", study.primary_metric)))
+    return markdown_table(
+        ["pair", *(f"{m} (MDE)" for m in dm), "same warm-start"],
+        [
+            [pair, *(f"{format_ci(d[m])} ({fmt(d.get('mde/' + m))})" for m in dm), _matched(d)]
+            for pair, d in diffs.items()
+        ],
+    )
+
+
+def _rewrite_outcomes(study: StudySettings, agg: dict) -> list[str]:
+    """Copied, reduced and wrong rewrite samples per evaluated step, on every prompt set that has them."""
+    steps = _steps(agg)
+    sets = [(_tier_label(t), t) for t in study.tiers()] + [("training prompts", "train")]
+    table = []
+    for label, where in sets:
+        for name, arm in agg["arms"].items():
+            per = series(arm, where)
+            cells = [
+                format_ci(per[s].get(m, (None, None, None))) if s in per else "-" for m in OUTCOME_NAMES for s in steps
+            ]
+            if any(c not in ("-", format_ci((None, None, None))) for c in cells):
+                table.append([label, name, *cells])
+    if not table:
+        return []
+    last = agg["final_step"]
+    lines = [
+        "",
+        "## Rewrite outcomes per evaluated step",
+        "",
+        "Of the samples of rewrite prompts (a circuit to improve): the fraction that is correct and the input "
+        "verbatim (copy), correct with fewer T than the input (reduction: T < T0), and not correct (wrong); a "
+        "correct sample that is neither (e.g. the input with gates reordered) is in none of the three. Means over "
+        "seeds with 95% t-intervals.",
+        "",
+    ]
+    lines += markdown_table(
+        ["prompts", "arm", *(f"{short} step {s}" for short in OUTCOME_NAMES.values() for s in steps)], table
+    )
+    where = "" if study.primary_tier == "test" else f", tier `{study.primary_tier}`"
+    lines += ["", f"Paired differences at step {last} (same seed{where}):", ""]
+    lines += markdown_table(
+        ["pair", "copy rate (MDE)", "reduction rate (MDE)", "same warm-start"],
+        [
+            [
+                pair,
+                *(
+                    f"{format_ci(d.get(m, (None, None, None)))} ({fmt(d.get('mde/' + m))})"
+                    for m in ("rewrite_copy_rate", "rewrite_reduction_rate")
+                ),
+                _matched(d),
+            ]
+            for pair, d in agg["differences"].items()
+        ],
+    )
+    return lines
+
+
+def _time_to_target(study: StudySettings, agg: dict) -> list[str]:
+    judged = "held-out" if study.primary_tier == "test" else f"tier `{study.primary_tier}`"
+    lines = ["", f"## Time to target ({judged} {study.primary_metric} >= {study.threshold})", ""]
+    lines += markdown_table(
+        ["arm", "step per seed", "simulations per seed", "mean seconds per arm-seed"],
+        [
+            [
+                name,
+                ", ".join(fmt(t) for t in a["time_to_target"]),
+                ", ".join(fmt(t) for t in a["simulations_to_target"]),
+                format_ci(a["seconds_per_seed"][0], 0),
+            ]
+            for name, a in agg["arms"].items()
+        ],
+    )
+    return lines
+
+
+def _training_signal(agg: dict) -> list[str]:
+    lines = ["", "## Training signal (mean over steps)", ""]
+    lines += markdown_table(
+        ["arm", "reward", "reward std", "frac_reward_zero_std", "skipped groups", "entropy", "completion length"],
+        [
+            [
+                name,
+                format_ci(t["train/reward"]),
+                format_ci(t["train/reward_std"]),
+                format_ci(t["train/frac_reward_zero_std"]),
+                format_ci(t.get("train/dynamic_sampling/skipped_groups", (None, None, None))),
+                format_ci(t["train/entropy"]),
+                format_ci(t["train/completions/mean_length"], 1),
+            ]
+            for name, t in ((name, a["train"]) for name, a in agg["arms"].items())
+            if t.get("train/reward", (None,))[0] is not None
+        ],
+    )
+    return lines
+
+
+def _difficulty_filter(filtered) -> list[str]:
+    if not filtered:
+        return []
+    lines = [
+        "",
+        "## Difficulty filter (pilot of the warm-start, before training)",
+        "",
+        f"{filtered['kept_prompts']} of {filtered['prompts']} training prompts kept ({filtered['samples_per_prompt']} "
+        f"samples each); mean solve rate {fmt(filtered.get('solve_rate_mean'))}, fraction of prompts solved on "
+        f"20-70% of samples {fmt(filtered.get('solved_20_70'))}.",
+        "",
+    ]
+    lines += markdown_table(
+        ["arm", "zero-variance groups, all prompts", "after the filter"],
+        [
+            [name, fmt(v), fmt(filtered["zero_variance_after_filter"].get(name))]
+            for name, v in filtered["zero_variance_before_filter"].items()
+        ],
+    )
+    return lines
+
+
+def _paired_differences(study: StudySettings, agg: dict) -> list[str]:
+    k, last, metric = study.samples, agg["final_step"], study.primary_metric
+    where = "" if study.primary_tier == "test" else f", tier `{study.primary_tier}`"
+    lines = [
+        "",
+        f"## Paired differences at step {last} (same seed{where}; MDE: smallest effect {len(study.seeds)} seeds detect "
+        "at 80% power)",
+        "",
+        "Same warm-start: the seeds at which both arm-seeds trained from the same SFT weights (the "
+        "Warm-starts table below; the control's: the one its done.json records). At the other "
+        "seeds the difference also holds that of two warm-starts.",
+        "",
+    ]
+    dm = list(dict.fromkeys(("correct_rate", "mean_reward", "gap_closed", metric)))
+    lines += markdown_table(
+        ["pair", *(f"{m} (MDE)" for m in dm), f"pass@{k}", "wrong rewarded", "same warm-start"],
+        [
+            [
+                pair,
+                *(f"{format_ci(d[m])} ({fmt(d.get('mde/' + m))})" for m in dm),
+                format_ci(d["pass@k"]),
+                format_ci(d["wrong_rewarded_rate"]),
+                _matched(d),
+            ]
+            for pair, d in agg["differences"].items()
+        ],
+    )
+    return lines
+
+
+def _correlations(corr: dict) -> list[str]:
+    lines = [
+        "",
+        "## The paper's mechanism: correlation of the five dimensions",
+        "",
+        "Mean pairwise correlation and effective number of dimensions (participation ratio of the "
+        "correlation matrix' eigenvalues; constant dimensions left out). The paper: mean correlation "
+        "0.31, D_eff ~ 3.2 (for 5 equicorrelated dimensions at 0.31 the participation ratio is 3.6).",
+        "",
+    ]
+    table = []
+    for where, per_arm in (("training", corr.get("train", {})), ("held-out", corr.get("held_out", {}))):
+        for name, fams in per_arm.items():
+            for fam, c in fams.items():
+                if c.get("n", 0) >= 3:
+                    table.append(
+                        [
+                            where,
+                            name,
+                            fam,
+                            str(c["n"]),
+                            fmt(c.get("mean_correlation")),
+                            fmt(c.get("effective_dimensions")),
+                            ", ".join(c.get("constant") or []) or "-",
+                        ]
+                    )
+    lines += markdown_table(
+        ["completions", "arm", "family", "n", "mean correlation", "effective dimensions", "constant"], table
+    )
+    return lines
+
+
+def _change_from_step0(agg: dict) -> list[str]:
+    paired = agg.get("paired_from_step0") or {}
+    if not paired:
+        return []
+    lines = [
+        "",
+        f"## Change from step 0 to step {agg['final_step']} on the same prompts, per seed",
+        "",
+        "Mean over prompts of the per-prompt change (final step minus step 0, the same policy's warm-start), "
+        "95% t-intervals over prompts: what one seed can say about its own policy (the control's later steps "
+        "are its step 0, so it is left out; differences between arms are in the tables above).",
+        "",
+    ]
+    table = []
+    for name, seeds in paired.items():
+        for seed, splits in seeds.items():
+            for split, c in splits.items():
+                table.append(
+                    [
+                        name,
+                        seed,
+                        "training prompts" if split == "train" else _tier_label(split).replace("`", ""),
+                        str(c["prompts"]),
+                        *(format_ci(c.get(m), 3) for m in ("correct", "reward", "gap_closed")),
+                        " -> ".join(
+                            f"{k['copies']} / {k['fewer_t']} of {k['correct']}"
+                            for k in (c["rewrite_copies"]["step0"], c["rewrite_copies"]["final"])
+                        ),
+                    ]
+                )
+    lines += markdown_table(
+        [
+            "arm",
+            "seed",
+            "prompts",
+            "n",
+            "correct",
+            "reward",
+            "gap_closed",
+            "correct rewrites: verbatim copies / fewer T (step 0 -> final)",
+        ],
+        table,
+    )
+    return lines
+
+
+def _warm_starts(starts: dict[str, list[str]] | None) -> list[str]:
+    if not starts:
+        return []
+    lines = ["", "## Warm-starts (SHA-256 of the SFT weights each trained arm-seed started from)", ""]
+    lines += markdown_table(["warm-start", "arm-seeds"], [[sha[:16], ", ".join(v)] for sha, v in starts.items()])
+    return lines
+
+
+__all__ = ["eval_prompt_count", "summary_markdown", "tier_prompt_counts", "write_summary"]
