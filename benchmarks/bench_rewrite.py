@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qiskit import qasm2, transpile  # noqa: E402
 
-from rubriq.data.suites import CLIFFORD_T_BASIS, flip_one_t, load_tcount_suite  # noqa: E402
 from rubriq.evaluator import RubriQEvaluator  # noqa: E402
+from rubriq.suites import CLIFFORD_T_BASIS, flip_one_t, load_tcount_suite  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -332,12 +332,12 @@ def no_slow_work(monkeypatch):
 
     for target in (
         "rubriq.evaluation.evaluate.load_policy",
-        "rubriq.training.models.load_model",
-        "rubriq.training.models.load_tokenizer",
+        "rubriq.models.load_model",
+        "rubriq.models.load_tokenizer",
         "rubriq.hardware.emulate.emulate",
         "rubriq.hardware.transpile.transpile_for",
         "rubriq.baselines.runner.run_suite",
-        "rubriq.data.suites.load_collection",
+        "rubriq.data.load_collection",
         "rubriq.training.quickstart.run",
         "rubriq.evaluation.evaluate.run_evaluation",
         "rubriq.evaluation.synthesize.synthesize",
