@@ -8,6 +8,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest
 
+# a test run leaves `git status` as it found it (tests/clean_tree.py; tests/test_clean_tree.py checks it)
+pytest_plugins = ["tests.clean_tree"]
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("RUBRIQ_SHARED", REPO.parent / "shared"))
 SHARED_SUITE = SHARED / "benchmarks" / "tcount_suite" / "qasm"
