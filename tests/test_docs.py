@@ -76,7 +76,7 @@ def test_the_version_is_written_once_and_printed(capsys):
     from rubriq.cli import main
 
     assert __version__ == "0.2.0" == version("rubriq")
-    assert 'version = "' not in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert not re.search(r'^version\s*=\s*"', (ROOT / "pyproject.toml").read_text(encoding="utf-8"), re.M)
     assert main(["--version"]) == 0 and capsys.readouterr().out.strip() == "rubriq 0.2.0"
     assert f"## [{__version__}] - " in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 

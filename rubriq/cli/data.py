@@ -117,8 +117,6 @@ def data_fetch(
 ) -> None:
     """Fetch the T-count suite: PyZX's circuits/feyn_bench/qasm at a pinned commit, each file checked
     against the SHA-256 committed in RubriQ. A second run verifies and does nothing."""
-    from rubriq.suites.tcount import BASE_URL, fetch_tcount_suite, manifest
-
     check(what == "tcount-suite", "COLLECTION", f"unknown collection {what!r}; available: tcount-suite")
     check(source is None or source.is_dir(), "--from", f"{source} is not a folder")
     check(out is None or not out.is_file(), "--out", f"{out} is a file, not a folder")
@@ -128,6 +126,8 @@ def data_fetch(
         f"{base_url} is not an http(s):// or file:// URL",
     )
     check(timeout > 0, "--timeout", f"must be > 0 seconds, got {timeout}")
+    from rubriq.suites.tcount import BASE_URL, fetch_tcount_suite, manifest
+
     base_url = base_url or BASE_URL
     with reported(code=EXIT_FAILED):
         done = fetch_tcount_suite(out, source=source, base_url=base_url, timeout=timeout)
