@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.rubriq-installed
 VENV_HOME := $(if $(filter /tmp/% /var/tmp/%,$(CURDIR)),$(HOME)/.cache/rubriq/venvs/$(shell printf %s '$(CURDIR)' | md5sum | cut -c1-12))
 PY     := $(or $(VENV_HOME),$(VENV))/bin/python
 
-.PHONY: setup lock test test-llamacpp demo bench clean
+.PHONY: setup lock test docs test-llamacpp demo bench clean
 
 setup: $(STAMP)
 
@@ -21,7 +21,7 @@ setup: $(STAMP)
 LOCKS  := requirements.lock requirements/nodeps.lock
 PIP_VERSION := 26.3
 UV_FLAGS := --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 --quiet
-EXTRAS := test torch baselines train hardware app serve ray endpoint dev
+EXTRAS := test torch baselines train hardware app serve ray endpoint dev docs
 
 $(STAMP): pyproject.toml Makefile $(LOCKS)
 	@# Debian packages: libseccomp2 builds the sandbox's seccomp allow-list; chromium and
@@ -58,12 +58,18 @@ lock:
 	  --find-links $(TORCH_WHEELS) $(UV_FLAGS) -o requirements.lock
 	$(PY) -m uv pip compile requirements/nodeps.in --no-deps $(UV_FLAGS) -o requirements/nodeps.lock
 
-# lint and types first (seconds), then the suite; all configured in pyproject.toml
+# lint, types and the docs site first (seconds), then the suite; configured in pyproject.toml and mkdocs.yml
 test: setup
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(MAKE) --no-print-directory docs
 	$(PY) -m pytest
+
+# The documentation site (site/, git-ignored) from docs/ and the docstrings (mkdocs.yml); --strict:
+# a broken link, anchor or API reference is an error. `$(PY) -m mkdocs serve` previews it.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 
 # Opt-in: --endpoint against llama.cpp's own OpenAI-compatible server (llama-cpp-python serving
 # the embedded SmolLM2 GGUF). Not in `make test`: pip builds llama.cpp from source, which takes
@@ -87,4 +93,4 @@ bench: setup
 	$(PY) benchmarks/bench_sandbox.py
 
 clean:
-	rm -rf $(if $(VENV_HOME),$(VENV_HOME)) $(VENV) $(LLAMACPP_VENV) .pytest_cache build dist *.egg-info
+	rm -rf $(if $(VENV_HOME),$(VENV_HOME)) $(VENV) $(LLAMACPP_VENV) .pytest_cache build dist site *.egg-info

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from qiskit import qasm2, transpile  # noqa: E402
 
-from rubriq.data.suites import CLIFFORD_T_BASIS, flip_one_t, load_tcount_suite  # noqa: E402
 from rubriq.evaluator import RubriQEvaluator  # noqa: E402
+from rubriq.suites import CLIFFORD_T_BASIS, flip_one_t, load_tcount_suite, tcount_suite_dir  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,12 +34,16 @@ REPO = Path(__file__).resolve().parents[1]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--suite-dir", type=Path, default=REPO.parent / "shared" / "benchmarks" / "tcount_suite" / "qasm"
+        "--suite-dir",
+        type=Path,
+        default=None,
+        help="the T-count suite (default: `rubriq data fetch tcount-suite`'s copy)",
     )
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "rewrite.md")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
-    circuits = sorted(load_tcount_suite(args.suite_dir), key=lambda c: (c.num_qubits, c.name))
+    suite_dir = tcount_suite_dir(args.suite_dir)  # one line naming the fetch command when it is missing
+    circuits = sorted(load_tcount_suite(suite_dir), key=lambda c: (c.num_qubits, c.name))
     header = (
         "| circuit | qubits | T0 | prep s | identical | s | restructured | s | flipped (F) | s |\n"
         "|---|---:|---:|---:|---|---:|---|---:|---|---:|"
@@ -47,7 +51,7 @@ def main() -> None:
     print(header, flush=True)
     rows, seconds = [header], []
     for c in circuits:
-        text = (args.suite_dir / f"{c.name}.qasm").read_text()
+        text = (suite_dir / f"{c.name}.qasm").read_text()
         start = time.perf_counter()
         evaluator = RubriQEvaluator(target_algorithm="circuit", target_qasm=text)
         prep = time.perf_counter() - start

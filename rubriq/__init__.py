@@ -1,3 +1,3 @@
 """RubriQ: rubric-rewarded reinforcement learning for quantum circuit synthesis."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,4 +1,5 @@
-"""The one bounded cache RubriQ uses (results by text, scores by circuit, results by target).
+"""The one bounded cache RubriQ uses (results by text, scores by circuit, results by target),
+and :func:`cache_root`, the one folder on disk where RubriQ keeps what it caches between runs.
 
 ``functools.lru_cache`` caches function calls, not values put in by hand with a size bound and
 hit counting, which is what the evaluators need; ``OrderedDict`` gives the LRU order.
@@ -11,9 +12,11 @@ hit counting, which is what the evaluators need; ``OrderedDict`` gives the LRU o
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -72,3 +75,10 @@ class LRUCache(Generic[K, V]):
         """Forget every entry (no eviction callback)."""
         with self._lock:
             self._data.clear()
+
+
+def cache_root() -> Path:
+    """RubriQ's folder on disk for what it downloads, converts or caches between runs (the
+    embedded model, endpoint completions, the fetched T-count suite): ``$RUBRIQ_CACHE``, or
+    ``~/.cache/rubriq``."""
+    return Path(os.environ.get("RUBRIQ_CACHE", Path.home() / ".cache" / "rubriq"))

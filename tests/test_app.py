@@ -137,8 +137,8 @@ def test_a_method_past_its_time_limit_is_a_timeout_and_its_process_is_ended():
     """The child sleeps 10 minutes (tests/slow_worker.py): whatever the machine's speed, a 1 s
     limit ends it, and the view says `timeout`."""
     from rubriq.app import TOFFOLI_EXAMPLE
-    from rubriq.data.suites import make_entry
     from rubriq.extract.qasm import load_qasm
+    from rubriq.suites import make_entry
     from tests.slow_worker import sleep_instead_of_compiling
 
     entry = make_entry("app", "input", load_qasm(TOFFOLI_EXAMPLE), "pasted")

@@ -1,7 +1,8 @@
-"""The command line as a new user meets it (issue #18).
+"""The command line as a new user meets it.
 
-- the README's command blocks, run in order as written (the tiny random model stands in for the
-  embedded one; the few arguments added to keep a command small are listed next to it);
+- docs/cli.md's command blocks (which hold every command of the README), run in order as written
+  (the tiny random model stands in for the embedded one; the few arguments added to keep a
+  command small are listed next to it);
 - every bad input the issue lists: one line naming the flag, exit code 2, no traceback, and
   nothing slow (model, dataset, compiler, emulator) started;
 - the tables at 80 columns, exit codes, --version / -h, movable model folders.
@@ -21,10 +22,11 @@ import yaml
 
 from rubriq import __version__
 from rubriq.cli import main
+from tests.conftest import SHARED_SUITE
 from tests.tiny import CPU, TINY_LORA, tiny_build
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+WALKED = ROOT / "docs" / "cli.md"
 QFT4 = ROOT / "rubriq" / "examples" / "qft4_textbook.qasm"
 
 TINY_QUICKSTART = {
@@ -62,11 +64,11 @@ def run(argv: list[str], capsys, stdin: str | None = None, monkeypatch=None) -> 
     return code, out, err
 
 
-# -- the README walk-through --------------------------------------------------------------------------
-def readme_commands() -> list[str]:
-    """Every `rubriq ...` / `python ... rubriq` line of the README's bash blocks, continuation
-    lines joined, comments and [optional] parts removed."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+# -- the walk-through of docs/cli.md -------------------------------------------------------------------
+def documented_commands(doc: Path = WALKED) -> list[str]:
+    """Every `rubriq ...` / `python ... rubriq` / `accelerate ...` line of ``doc``'s bash blocks,
+    continuation lines joined, comments and [optional] parts removed."""
+    text = doc.read_text(encoding="utf-8")
     out = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():
@@ -81,7 +83,6 @@ def readme_commands() -> list[str]:
 # Not run here, with the reason (each is tested elsewhere at a small size).
 NOT_RUN = {
     "rubriq study convergence configs/studies/learning_cpu.yaml": "hours of CPU; tests/test_study.py runs the study with the tiny model",
-    "rubriq data fetch tcount-suite": "needs the network (tests/test_data_baselines.py fakes the download)",
     "python rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml": "the paper's 7B model; tests/test_train_entry.py runs the entry point with the tiny model",
     "accelerate launch --num_processes 4 rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml": "4 GPUs; tests/test_multiprocess.py runs 2 CPU processes through accelerate",
     "rubriq train run configs/variants/sparse_ppo.yaml": "the paper's 7B model; PPO is run by test_multiprocess.py",
@@ -121,14 +122,10 @@ WALK = {
     "rubriq score rubriq/examples/bell_psi_minus.qasm --target stabilizer_state --qubits 2 --param "
     '\'stabilizers=["-XX", "-ZZ"]\'': ([], 0, ["CORRECT: F_avg = 1"]),
     "rubriq doctor": ([], 0, ["seccomp"]),
-    "rubriq data build --out data/": ([], 0, ["prompts", "skipped collection tcount", "rubriq data fetch"]),
-    "rubriq data build --out data/ --suite-dir ../shared/benchmarks/tcount_suite/qasm": (
-        ["--collections", "tcount"],
-        0,
-        ["rewrite-tcount"],
-    ),
-    "rubriq baselines --suite tcount --suite-dir ../shared/benchmarks/tcount_suite/qasm --published "
-    "../shared/benchmarks/published_tcounts.csv --out results/baselines/tcount": (
+    # the network is not used: the suite comes from the local copy, as a user behind a firewall gets it
+    "rubriq data fetch tcount-suite": (["--from", "SUITE"], 0, ["35 of 35 files written", "SHA-256 checked"]),
+    "rubriq data build --out data/": ([], 0, ["prompts", "rewrite-tcount"]),
+    "rubriq baselines --suite tcount --out results/baselines/tcount": (
         ["--limit", "2", "--max-t0", "30", "--methods", "qiskit,pyzx", "--workers", "1"],
         0,
         ["wrote"],
@@ -169,17 +166,43 @@ WALK = {
 }
 
 
-def test_every_readme_command_is_walked_or_excused():
-    commands = readme_commands()
+# Without a copy of the suite (a clone with no ../shared): what the same commands do instead
+WITHOUT_SUITE = {
+    "rubriq data fetch tcount-suite": None,  # needs the network or a copy: not run
+    "rubriq data build --out data/": (
+        [],
+        0,
+        ["prompts", "skipped collection tcount", "rubriq data fetch tcount-suite"],
+    ),
+    "rubriq baselines --suite tcount --out results/baselines/tcount": (
+        [],
+        2,
+        ["error: the T-count suite is not fetched", "rubriq data fetch tcount-suite"],
+    ),
+}
+
+
+def test_every_documented_command_is_walked_or_excused():
+    commands = documented_commands()
     assert set(commands) == set(WALK) | set(NOT_RUN), (
-        f"README commands not in the walk-through: {sorted(set(commands) - set(WALK) - set(NOT_RUN))}; "
-        f"walk-through commands gone from the README: {sorted((set(WALK) | set(NOT_RUN)) - set(commands))}"
+        f"docs/cli.md commands not in the walk-through: {sorted(set(commands) - set(WALK) - set(NOT_RUN))}; "
+        f"walk-through commands gone from docs/cli.md: {sorted((set(WALK) | set(NOT_RUN)) - set(commands))}"
+    )
+    readme = documented_commands(ROOT / "README.md")
+    assert readme and set(readme) <= set(commands), (
+        f"README commands missing from docs/cli.md: {set(readme) - set(commands)}"
     )
 
 
-def test_readme_walkthrough(tmp_path, monkeypatch, capsys):
-    """Each README command, in README order, from a fresh folder (examples and configs copied in,
-    ../shared linked when this checkout has it), exits with its documented code and output."""
+@pytest.mark.parametrize("with_suite", [True, False], ids=["with-suite-copy", "fresh-clone"])
+def test_walkthrough(with_suite, tmp_path, monkeypatch, capsys):
+    """Each command of docs/cli.md, in order, from a fresh folder (examples and configs copied
+    in, an empty RubriQ cache), exits with its documented code and output. With a local copy of
+    the T-count suite, `rubriq data fetch tcount-suite --from DIR` puts it in the cache and the
+    suite's commands find it there; without one (a fresh clone), they skip it or fail in one line
+    naming the fetch command. The fresh-clone run stops after the suite's commands."""
+    if with_suite and not SHARED_SUITE.is_dir():
+        pytest.skip(f"no local copy of the T-count suite at {SHARED_SUITE}")
     import shlex
 
     work = tmp_path / "work"
@@ -187,28 +210,29 @@ def test_readme_walkthrough(tmp_path, monkeypatch, capsys):
     (work / "rubriq").mkdir()
     shutil.copytree(ROOT / "rubriq" / "examples", work / "rubriq" / "examples")
     shutil.copytree(ROOT / "configs", work / "configs")
-    if SHARED.is_dir():
-        (tmp_path / "shared").symlink_to(SHARED)
     (work / "tiny.yaml").write_text(yaml.safe_dump(TINY_QUICKSTART))
     monkeypatch.chdir(work)
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setattr("rubriq.data.suites.default_tcount_dir", lambda: tmp_path / "no-suite-fetched")
     from rubriq.hardware import submit_ibm_ionq
 
     ran = []
-    for command in readme_commands():
+    commands = documented_commands()
+    if not with_suite:
+        commands = commands[: commands.index("rubriq baselines --suite tcount --out results/baselines/tcount") + 1]
+    for command in commands:
         if command in NOT_RUN:
             continue
-        if "../shared" in command and not SHARED.is_dir():
-            continue  # the shared benchmarks are beside the project checkout only
-        extra, expected_code, expected = WALK[command]
+        walk = WALK[command] if with_suite else WITHOUT_SUITE.get(command, WALK[command])
+        if walk is None:
+            continue
+        extra, expected_code, expected = walk
         argv = shlex.split(command)
         stdin = None
         if "<" in argv:
             i = argv.index("<")
             stdin, argv = Path(argv[i + 1]).read_text(), argv[:i]
-        argv += [str(work / "tiny.yaml") if a == "TINY" else a for a in extra]
+        argv += [{"TINY": str(work / "tiny.yaml"), "SUITE": str(SHARED_SUITE)}.get(a, a) for a in extra]
         if argv[0] == "python":
             capsys.readouterr()
             code = submit_ibm_ionq.main(argv[3:])
@@ -229,7 +253,13 @@ def test_readme_walkthrough(tmp_path, monkeypatch, capsys):
         if command == "rubriq quickstart":
             # per-step dicts of the trainer stay off the console (metrics.jsonl has them)
             assert "'loss':" not in text and "{'" not in text
-    assert "rubriq quickstart" in ran and len(ran) >= len(WALK) - 2
+    assert (work / "data" / "prompts" / "test.jsonl").is_file()
+    assert (work / "data" / "rewrite-tcount" / "test.jsonl").is_file() == with_suite
+    if not with_suite:
+        assert not (tmp_path / "cache" / "tcount_suite").exists() and not (work / "results").exists()
+        return
+    assert "rubriq quickstart" in ran and len(ran) == len(WALK)
+    assert (tmp_path / "cache" / "tcount_suite" / "hwb8.qasm").is_file()  # where the fetch put it
 
     # the outputs the README names
     assert (work / "runs" / "quickstart" / "report.md").is_file()
@@ -240,8 +270,6 @@ def test_readme_walkthrough(tmp_path, monkeypatch, capsys):
     assert "pass@4" in report and "compiler baselines on the same targets" in report
     summary = json.loads((work / "runs" / "eval" / "summary.json").read_text())
     assert "pass@4" in summary["overall"] and summary["by_dataset"].keys() == {"synthesis"}
-    assert (work / "data" / "prompts" / "test.jsonl").is_file()
-    assert (work / "data" / "rewrite-tcount" / "test.jsonl").is_file() == SHARED.is_dir()
     assert (work / "runs" / "hardware" / "results.json").is_file()  # submit's default output: runs/
     assert not (work / "results" / "hardware").exists()
 
@@ -332,12 +360,12 @@ def no_slow_work(monkeypatch):
 
     for target in (
         "rubriq.evaluation.evaluate.load_policy",
-        "rubriq.training.models.load_model",
-        "rubriq.training.models.load_tokenizer",
+        "rubriq.models.load_model",
+        "rubriq.models.load_tokenizer",
         "rubriq.hardware.emulate.emulate",
         "rubriq.hardware.transpile.transpile_for",
         "rubriq.baselines.runner.run_suite",
-        "rubriq.data.suites.load_collection",
+        "rubriq.data.load_collection",
         "rubriq.training.quickstart.run",
         "rubriq.evaluation.evaluate.run_evaluation",
         "rubriq.evaluation.synthesize.synthesize",

@@ -17,7 +17,9 @@ from rubriq.baselines.verify import verify
 from rubriq.cli import app
 from rubriq.data import build_all
 from rubriq.data.prompts import HELD_OUT_SIZES, load_split
-from rubriq.data.suites import (
+from rubriq.evaluator import RubriQEvaluator
+from rubriq.suites import (
+    PUBLISHED_TCOUNTS,
     NotCliffordT,
     SuiteCircuit,
     load_mqt,
@@ -26,7 +28,6 @@ from rubriq.data.suites import (
     stratify,
     to_clifford_t,
 )
-from rubriq.evaluator import RubriQEvaluator
 from rubriq.targets import target_from_spec
 
 FAST_PYZX = (
@@ -48,19 +49,17 @@ FAST_PYZX = (
 
 
 @pytest.fixture(scope="module")
-def suite(benchmarks_dir):
-    return {c.name: c for c in load_tcount_suite(benchmarks_dir / "tcount_suite" / "qasm")}
+def suite(tcount_suite):
+    return {c.name: c for c in load_tcount_suite(tcount_suite)}
 
 
 @pytest.fixture(scope="module")
-def published(benchmarks_dir):
-    return {r["circuit"]: r for r in csv.DictReader(open(benchmarks_dir / "published_tcounts.csv"))}
+def published():
+    return {r["circuit"]: r for r in csv.DictReader(open(PUBLISHED_TCOUNTS, encoding="utf-8"))}
 
 
-def test_small_dataset_build(tmp_path, benchmarks_dir):
-    report = build_all(
-        tmp_path, small=True, collections=("tcount",), suite_dir=benchmarks_dir / "tcount_suite" / "qasm"
-    )
+def test_small_dataset_build(tmp_path, tcount_suite):
+    report = build_all(tmp_path, small=True, collections=("tcount",), suite_dir=tcount_suite)
     assert set(report["prompts"]["rows"]) == {"train", "validation", "test"}
     rows = {s: load_split(tmp_path / "prompts", s) for s in ("train", "validation", "test")}
     everything = [r for split in rows.values() for r in split]
@@ -300,7 +299,7 @@ def test_inequivalent_output_is_flagged_and_not_counted(suite, tmp_path):
     assert "!" in md_path.read_text()
 
 
-def test_cli_data_build_and_fetch_offline(tmp_path, benchmarks_dir, monkeypatch):
+def test_cli_data_build_and_fetch_offline(tmp_path, tcount_suite, monkeypatch):
     runner = CliRunner()
     out = runner.invoke(
         app,
@@ -313,7 +312,7 @@ def test_cli_data_build_and_fetch_offline(tmp_path, benchmarks_dir, monkeypatch)
             "--collections",
             "tcount",
             "--suite-dir",
-            str(benchmarks_dir / "tcount_suite" / "qasm"),
+            str(tcount_suite),
         ],
     )
     assert out.exit_code == 0, out.output
@@ -328,24 +327,12 @@ def test_cli_data_build_and_fetch_offline(tmp_path, benchmarks_dir, monkeypatch)
     assert out.exit_code == 1 and "could not download" in out.output
 
 
-def test_cli_baselines_writes_reports(tmp_path, benchmarks_dir):
+def test_cli_baselines_writes_reports(tmp_path, tcount_suite, monkeypatch):
+    """The fetched suite is found by default, and the published columns come from RubriQ's table."""
+    monkeypatch.setenv("RUBRIQ_CACHE", str(tcount_suite.parent))
     out = CliRunner().invoke(
         app,
-        [
-            "baselines",
-            "--suite",
-            "tcount",
-            "--suite-dir",
-            str(benchmarks_dir / "tcount_suite" / "qasm"),
-            "--methods",
-            "pyzx,qiskit",
-            "--max-t0",
-            "28",
-            "--out",
-            str(tmp_path),
-            "--published",
-            str(benchmarks_dir / "published_tcounts.csv"),
-        ],
+        ["baselines", "--suite", "tcount", "--methods", "pyzx,qiskit", "--max-t0", "28", "--out", str(tmp_path)],
     )
     assert out.exit_code == 0, out.output
     rows = list(csv.DictReader(open(tmp_path / "baselines.csv")))
@@ -458,8 +445,8 @@ def test_every_route_takes_any_gate_and_returns_a_self_contained_equivalent_circ
 @pytest.mark.parametrize("method", ["qiskit", "tket", "pyzx"])
 def test_each_method_verifies_the_app_example_and_the_gate_mix(method):
     from rubriq.app import QFT3_EXAMPLE
-    from rubriq.data.suites import make_entry
     from rubriq.extract.qasm import load_qasm
+    from rubriq.suites import make_entry
 
     for circuit in (load_qasm(QFT3_EXAMPLE), _gates_outside_qelib1()):
         result = run_method(make_entry("test", "c", circuit, "test"), method)

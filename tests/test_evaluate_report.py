@@ -182,9 +182,9 @@ def test_records_carry_their_dataset_so_by_dataset_separates_rewrite_from_synthe
     from qiskit import QuantumCircuit
 
     from rubriq.data.prompts import PromptSpec, rewrite_rows, synthesis_rows
-    from rubriq.data.suites import SuiteCircuit
     from rubriq.evaluation.evaluate import load_policy, summaries
     from rubriq.evaluation.sampling import generate
+    from rubriq.suites import SuiteCircuit
 
     qc = QuantumCircuit(2)
     qc.h(0)

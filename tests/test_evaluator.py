@@ -190,15 +190,16 @@ def test_empty_circuit_reward_and_fidelity_gating():
     assert gated.reward == pytest.approx(0.4 / 8 + (1 / 8) * 0.6)
 
 
-def test_readme_reading_a_score_table_is_what_the_rubric_computes():
-    """README 'Reading a score': every number of its table, recomputed (rerun: this test)."""
+def test_reading_a_score_table_is_what_the_rubric_computes():
+    """docs/rubric.md 'Reading a score': every number of its table, recomputed (rerun: this test)."""
     import re
 
     from rubriq.config import RubricConfig
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    start = readme.index("### Reading a score")
-    section = readme[start : readme.index("\n## ", start)]
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "rubric.md").read_text(encoding="utf-8")
+    start = readme.index("## Reading a score")
+    end = readme.find("\n## ", start + 1)
+    section = readme[start : end if end > 0 else len(readme)]
     rows = {
         m.group(1): m.groups()[1:]
         for m in re.finditer(r"^\| ([^|]+?) \| ([\d.-]+) \| ([\d.]+) \| ([\d.]+) \|$", section, re.M)

@@ -8,8 +8,8 @@ pytest.importorskip("trl")
 def test_one_grpo_step_logs_every_dimension_and_scores_each_completion_once(tmp_path, monkeypatch):
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
     from rubriq.data.prompts import PromptSpec, synthesis_rows
+    from rubriq.models import load_tokenizer, tiny_model
     from rubriq.training.grpo import build_grpo_trainer
-    from rubriq.training.models import load_tokenizer, tiny_model
     from rubriq.training.rewards import RubricRewards
 
     rows = synthesis_rows(
@@ -65,8 +65,8 @@ def _tiny_trainer(tmp_path, monkeypatch, dtype: str, batch: int, generations: in
 
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
     from rubriq.data.prompts import PromptSpec, synthesis_rows
+    from rubriq.models import load_tokenizer, tiny_model
     from rubriq.training.grpo import build_grpo_trainer
-    from rubriq.training.models import load_tokenizer, tiny_model
 
     rows = synthesis_rows(
         PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(), formats=("qasm2",))

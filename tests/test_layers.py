@@ -1,15 +1,17 @@
-"""The package layers (issue #15): text -> circuit -> scores -> reward -> policy, lower layers
-never importing higher ones, and each shared concept defined once.
+"""The package layers: text -> circuit -> scores -> reward -> policy, lower layers never
+importing higher ones, no import circles, and each shared concept defined once.
 
 Every ``import rubriq.X`` / ``from rubriq.X import`` in ``rubriq/`` counts, at module level or
-inside a function (a lazy import is still a dependency).  Packages of one layer may use each
-other; a package may never use a layer above its own.
+inside a function (a lazy import is still a dependency), ``TYPE_CHECKING`` imports too.  A
+package may never use a layer above its own; packages of one layer may use each other, one way
+only (the package graph has no circle), and no files import each other in a loop.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,12 +28,13 @@ LAYERS = [
         "cache",
         "tables",
         "options",
-    },  # the core: gates, facts, backends; utilities
+        "redaction",
+    },  # the core: gates, facts, T-count, backends; utilities
     {"extract", "sim", "targets", "rubric"},  # text -> circuit, fidelity, targets, dimensions
     {"evaluator"},  # the public scoring API
     {"serve"},  # the scoring service (HTTP, Ray Serve) over the public API
-    {"data", "baselines"},  # datasets, compiler baselines
-    {"training", "evaluation", "hardware"},  # TRL glue, metrics/reports, devices
+    {"suites", "baselines", "data"},  # circuit collections, compiler baselines, datasets
+    {"models", "evaluation", "training", "hardware"},  # LMs, metrics/reports, TRL glue, devices
     {"studies", "app", "integrations"},  # experiments, the app, RL-framework adapters (+ client)
     {"cli"},  # the command line (rubriq/cli/, one module per command group)
 ]
@@ -76,6 +79,130 @@ def test_no_package_imports_a_layer_above_it():
         if target in LAYER_OF and pkg in LAYER_OF and LAYER_OF[target] > LAYER_OF[pkg]
     ]
     assert not upward, "\n".join(upward)
+
+
+# -- circles -------------------------------------------------------------------------------------
+KNOWN_CIRCLES = [
+    # being split by the studies package's own change; delete this entry when it lands
+    {"rubriq.studies.convergence", "rubriq.studies.plots"},
+]
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package."""
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the RubriQ modules it imports.  ``from pkg import name`` depends on the module
+    ``pkg.name`` when that is a module (a submodule import), else on ``pkg`` itself; the parent
+    packages an import initializes on the way are not counted (every submodule would otherwise
+    form a circle with a package ``__init__`` that imports it)."""
+    modules = _modules()
+
+    def owner(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for name in names:
+                target = owner(name) if name.startswith("rubriq.") else None
+                if target and target != module and target != "rubriq":
+                    graph[module].add(target)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The import circles of ``graph``: its strongly connected components of more than one node
+    (Tarjan's algorithm; iterative, the graph has hundreds of nodes)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def test_circles_finds_a_loop_and_only_a_loop():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e2"}, "e2": set()}
+    assert circles(graph) == [{"a", "b", "c"}]
+    assert circles({"x": {"y"}, "y": set()}) == []
+
+
+def test_no_files_import_each_other_in_a_loop():
+    found = circles(module_graph())
+    new = [c for c in found if c not in KNOWN_CIRCLES]
+    assert not new, "import circles (each a set of modules that import each other in a loop):\n" + "\n".join(
+        " <-> ".join(sorted(c)) for c in new
+    )
+    gone = [c for c in KNOWN_CIRCLES if c not in found]
+    assert not gone, f"these circles are gone: delete them from KNOWN_CIRCLES: {gone}"
+
+
+def test_no_packages_import_each_other():
+    """Within a layer imports go one way: the package graph has no circle either (a circle of
+    packages hides an arrow back up, e.g. targets -> rubric -> targets)."""
+    graph: dict[str, set[str]] = {}
+    for _file, pkg, target in imports():
+        graph.setdefault(pkg, set())
+        if target != pkg:
+            graph[pkg].add(target)
+    found = circles(graph)
+    assert not found, "packages that import each other: " + "; ".join(" <-> ".join(sorted(c)) for c in found)
 
 
 def _definitions(pattern: str) -> list[str]:

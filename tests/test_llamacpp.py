@@ -34,7 +34,7 @@ PYTHON = os.environ.get("RUBRIQ_LLAMACPP_PYTHON", sys.executable)
 def llamacpp(tmp_path_factory):
     import httpx
 
-    from rubriq.training.models import embedded_gguf
+    from rubriq.models import embedded_gguf
 
     check = subprocess.run([PYTHON, "-c", "import llama_cpp.server"], capture_output=True, text=True)
     if check.returncode != 0:

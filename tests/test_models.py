@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from rubriq.training.models import EMBEDDED, ModelUnavailable, embedded_gguf, load_tokenizer, tiny_model  # noqa: E402
+from rubriq.models import EMBEDDED, ModelUnavailable, embedded_gguf, load_tokenizer, tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_tiny_model_generates_with_the_real_tokenizer(tokenizer):
 
 
 def test_unknown_model_is_a_clear_error(tmp_path):
-    from rubriq.training.models import load_model
+    from rubriq.models import load_model
 
     with pytest.raises(ModelUnavailable, match="cannot load model"):
         load_model(str(tmp_path / "nothing-here"))

@@ -15,10 +15,10 @@ from qiskit import QuantumCircuit, qasm2, transpile
 from qiskit.quantum_info import Operator
 
 from rubriq.config import BudgetConfig, FidelityConfig, RubricConfig
-from rubriq.data.suites import CLIFFORD_T_BASIS, flip_one_t, load_tcount_suite
 from rubriq.evaluator import RubriQEvaluator
 from rubriq.sim import CHEAP_EXACT_WORK
 from rubriq.sim import certify as certify_module
+from rubriq.suites import CLIFFORD_T_BASIS, flip_one_t, load_tcount_suite
 from rubriq.targets import make_target
 from rubriq.targets.circuit import CircuitTarget
 
@@ -27,15 +27,15 @@ GENEROUS = RubricConfig(budget=BudgetConfig(time_s=600.0))
 
 
 @pytest.fixture(scope="module")
-def suite(benchmarks_dir):
-    circuits = load_tcount_suite(benchmarks_dir / "tcount_suite" / "qasm")
+def suite(tcount_suite):
+    circuits = load_tcount_suite(tcount_suite)
     assert len(circuits) == 35
     return circuits
 
 
-def test_every_suite_circuit_is_a_certified_rewrite_of_itself_and_a_flipped_t_is_not(suite, benchmarks_dir):
+def test_every_suite_circuit_is_a_certified_rewrite_of_itself_and_a_flipped_t_is_not(suite, tcount_suite):
     for c in suite:
-        text = (benchmarks_dir / "tcount_suite" / "qasm" / f"{c.name}.qasm").read_text()
+        text = (tcount_suite / f"{c.name}.qasm").read_text()
         evaluator = RubriQEvaluator(target_algorithm="circuit", target_qasm=text, config=GENEROUS)
         same = evaluator.evaluate(text)
         assert same.error_type is None, (c.name, same.error)
@@ -238,7 +238,7 @@ def test_rewrite_dataset_includes_the_wide_suite_circuits_and_they_score(suite):
     import json
 
     from rubriq.data.prompts import rewrite_rows
-    from rubriq.data.suites import stratify
+    from rubriq.suites import stratify
     from rubriq.targets import target_from_spec
 
     selected, buckets = stratify(suite, total=500, seed=42)

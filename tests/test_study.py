@@ -463,8 +463,8 @@ def test_the_learning_design_on_a_model_that_answers(tmp_path, monkeypatch):
     carries the correlations, the MDE and the primary metric."""
     import os
 
+    from rubriq.models import load_tokenizer
     from rubriq.studies import convergence, pilot
-    from rubriq.training.models import load_tokenizer
 
     monkeypatch.setenv("RUBRIQ_CACHE", os.environ.get("RUBRIQ_CACHE", str(tmp_path / "cache")))
     real_pilot = pilot.pilot

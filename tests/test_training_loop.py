@@ -20,7 +20,7 @@ def tokenizer(tmp_path_factory):
     import os
 
     os.environ.setdefault("RUBRIQ_CACHE", str(tmp_path_factory.mktemp("cache")))
-    from rubriq.training.models import load_tokenizer
+    from rubriq.models import load_tokenizer
 
     return load_tokenizer("embedded")
 
@@ -72,7 +72,7 @@ def test_sft_lowers_the_loss_on_the_references(tokenizer, tmp_path):
     """Measured outside the trainer, before and after: a few SFT steps must lower the
     completion loss of the very references they train on (and LoRA is merged back)."""
     from rubriq.data.prompts import PromptSpec, synthesis_rows
-    from rubriq.training.models import tiny_model
+    from rubriq.models import tiny_model
     from rubriq.training.sft import run_sft, sft_dataset
 
     rows = synthesis_rows(
@@ -136,7 +136,7 @@ def test_rl_adapter_after_sft_records_the_sft_model_as_its_base(tokenizer, tmp_p
     final = tmp_path / "run" / "final"
     recorded = json.loads((final / "adapter_config.json").read_text())["base_model_name_or_path"]
     assert recorded == "../sft/model"  # relative to the adapter folder: the run folder can move
-    from rubriq.training.models import adapter_base, tiny_model
+    from rubriq.models import adapter_base, tiny_model
 
     base = adapter_base(final)
     assert base == str((tmp_path / "run" / "sft" / "model").resolve())
@@ -149,8 +149,8 @@ def test_rl_adapter_after_sft_records_the_sft_model_as_its_base(tokenizer, tmp_p
 
 
 def test_shared_prompt_prefill_generates_the_same_tokens(tokenizer):
+    from rubriq.models import tiny_model
     from rubriq.training.generation import install_prefix_generate, prefix_generate
-    from rubriq.training.models import tiny_model
 
     model = tiny_model(tokenizer).eval()
     tokenizer.padding_side = "left"
@@ -169,8 +169,8 @@ def test_shared_prompt_prefill_generates_the_same_tokens(tokenizer):
 def test_sampling_without_dropout_samples_the_eval_mode_policy_and_restores_training(tokenizer):
     from peft import LoraConfig, get_peft_model
 
+    from rubriq.models import tiny_model
     from rubriq.training.generation import install_prefix_generate
-    from rubriq.training.models import tiny_model
 
     torch.manual_seed(0)
     config = LoraConfig(
@@ -353,7 +353,7 @@ def test_fast_sampling_replaces_transformers_draw_in_trl_style_generate(tokenize
     from transformers import GenerationConfig
 
     import rubriq.training.generation as generation
-    from rubriq.training.models import tiny_model
+    from rubriq.models import tiny_model
 
     calls = []
     real = generation.SampleFromNucleus.__call__

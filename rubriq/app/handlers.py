@@ -352,8 +352,8 @@ def baselines_view(text: str, methods: list[str] | None = None, time_limit_s: fl
     """Qiskit O3 / TKET / PyZX on one circuit (``rubriq baselines``'s code: every output verified),
     each method in a separate process ended at ``time_limit_s``."""
     from rubriq.circuit.gates import UnsupportedCircuitError, strip_non_unitary
-    from rubriq.data.suites import make_entry
     from rubriq.extract.qasm import QASMError, QASMLimits, load_qasm
+    from rubriq.suites import make_entry
 
     text = check_text(text, "circuit")
     methods = [m for m in (methods or BASELINE_METHODS)]

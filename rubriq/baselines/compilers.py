@@ -20,7 +20,7 @@ self-contained: :func:`with_layout_applied` turns a compiler's layout (Qiskit's 
 elide a final ``swap`` into ``layout.final_layout``) into explicit swaps, so the stored circuit
 is what verification checks and what a user runs.
 
-The rubric's T-count (``rubriq.rubric.tcount``) is applied to every output, so all methods
+The T-count of ``rubriq.circuit.tcount`` (the rubric's) is applied to every output, so all methods
 are counted the same way.
 """
 
@@ -33,9 +33,9 @@ from qiskit import QuantumCircuit, qasm2, transpile
 
 from rubriq.circuit.gates import TRUSTED_MAX_GATES, canonical_ops, strip_non_unitary
 from rubriq.circuit.layout import with_layout_applied  # re-exported: every route applies it
-from rubriq.data.suites import CLIFFORD_T_BASIS, SUITE_LIMITS
+from rubriq.circuit.tcount import t_count
 from rubriq.extract.qasm import load_qasm
-from rubriq.rubric.tcount import t_count
+from rubriq.suites import CLIFFORD_T_BASIS, SUITE_LIMITS
 
 logger = logging.getLogger(__name__)
 

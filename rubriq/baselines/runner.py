@@ -23,8 +23,8 @@ from qiskit import QuantumCircuit
 
 from rubriq.baselines.compilers import METHODS, count_t, with_layout_applied
 from rubriq.baselines.verify import verify
-from rubriq.data.suites import BUCKETS, SuiteCircuit
 from rubriq.rubric.tcount import compression
+from rubriq.suites import BUCKETS, SuiteCircuit
 from rubriq.tables import fmt, markdown_table
 
 VERIFIED = ("exact", "qcec")

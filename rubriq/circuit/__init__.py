@@ -6,10 +6,12 @@
 - ``facts.py``: :class:`CircuitFacts`, what every rubric dimension reads, computed once;
 - ``backends.py``: the hardware backend catalog (qubits, coupling maps, native gates, error
   rates), read by the rubric's S_H and by the hardware pipeline alike;
+- ``tcount.py``: :func:`t_count` T(c) and the per-gate T cost (the rubric's S_T, the targets' T0,
+  the suites, the datasets and the baselines all count with it);
 - ``layout.py``: :func:`with_layout_applied`, a compiled circuit with its transpiler layout made
   explicit as swaps (baseline outputs, answers that return ``transpile(...)``).
 
-Nothing here imports another RubriQ package (tests/test_layers.py).
+Nothing here imports a RubriQ package outside the core layer (tests/test_layers.py).
 """
 
 from rubriq.circuit.gates import (

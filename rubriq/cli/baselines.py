@@ -27,8 +27,15 @@ def baselines(
     out: Path = typer.Option(
         Path("runs/baselines"), metavar="DIR", help="Output folder (baselines.csv, baselines.md)."
     ),
-    suite_dir: Path | None = typer.Option(None, metavar="DIR", help="Folder of the T-count suite's .qasm files."),
-    published: Path | None = typer.Option(None, metavar="CSV", help="published_tcounts.csv: reference columns."),
+    suite_dir: Path | None = typer.Option(
+        None, metavar="DIR", help="Folder of the T-count suite's .qasm files (default: the fetched copy)."
+    ),
+    published: Path | None = typer.Option(
+        None,
+        metavar="CSV",
+        help="Published T-counts to show beside ours (default for --suite tcount: RubriQ's table, "
+        "rubriq/suites/published_tcounts.csv).",
+    ),
     max_t0: int | None = typer.Option(None, metavar="N", help="Only circuits with T0 <= N."),
     limit: int | None = typer.Option(None, metavar="N", help="At most N circuits (stratified, seed 42)."),
     route_timeout: float = typer.Option(
@@ -44,7 +51,8 @@ def baselines(
 
     from rubriq.baselines.compilers import METHODS
     from rubriq.baselines.runner import load_done, load_published, run_suite, write_reports
-    from rubriq.data.suites import load_collection, stratify
+    from rubriq.data import load_collection
+    from rubriq.suites import PUBLISHED_TCOUNTS, stratify
 
     suites = ("tcount", "mqt", "qiskit-arith", "prompts")
     check(suite in suites, "--suite", f"unknown suite {suite!r}; use {', '.join(suites)}")
@@ -62,6 +70,8 @@ def baselines(
     check(suite_dir is None or suite_dir.is_dir(), "--suite-dir", f"no folder {suite_dir}")
     reference: dict[str, dict] = {}
     columns: tuple[str, ...] = ()
+    if published is None and suite == "tcount":
+        published = PUBLISHED_TCOUNTS
     if published is not None:
         with reported(flag=None):
             reference, columns = load_published(published)

@@ -235,7 +235,7 @@ def check_target(name: str | None, qubits: int | None, flag: str = "--target") -
 
 def check_model(model: str, flag: str = "--model") -> None:
     from rubriq.evaluation.evaluate import check_policy
-    from rubriq.training.models import ModelUnavailable
+    from rubriq.models import ModelUnavailable
 
     try:
         check_policy(model)

@@ -27,12 +27,15 @@ app.add_typer(data_app, name="data")
 def data_build(
     out: Path = typer.Option(Path("data"), "--out", metavar="DIR", help="Output folder."),
     small: bool = typer.Option(False, "--small", help="A few rows per family (tests, quickstart)."),
-    collections: str = typer.Option(
-        "tcount,mqt,qiskit-arith",
+    collections: str | None = typer.Option(
+        None,
         metavar="LIST",
-        help="Rewrite collections, comma-separated (tcount, mqt, qiskit-arith).",
+        help="Rewrite collections, comma-separated (tcount, mqt, qiskit-arith; default: all, the "
+        "T-count suite only where it was fetched). A named collection that is not here is an error.",
     ),
-    suite_dir: Path | None = typer.Option(None, metavar="DIR", help="Folder of the T-count suite's .qasm files."),
+    suite_dir: Path | None = typer.Option(
+        None, metavar="DIR", help="Folder of the T-count suite's .qasm files (default: the fetched copy)."
+    ),
     seed: int = typer.Option(42, metavar="N", help="Split and sampling seed."),
 ) -> None:
     """Write the synthesis prompt dataset and the rewrite-with-fewer-T datasets (split by target:
@@ -40,13 +43,15 @@ def data_build(
     get it."""
     from rubriq.data import COLLECTIONS, build_all
 
-    names = tuple(c.strip() for c in collections.split(",") if c.strip())
+    names = tuple(c.strip() for c in (collections or ",".join(COLLECTIONS)).split(",") if c.strip())
     unknown = [c for c in names if c not in COLLECTIONS]
     check(not unknown, "--collections", f"unknown collection(s) {', '.join(unknown)}; use {', '.join(COLLECTIONS)}")
     check(suite_dir is None or suite_dir.is_dir(), "--suite-dir", f"no folder {suite_dir}")
     check(not out.is_file(), "--out", f"{out} is a file, not a folder")
     with reported():
-        report = build_all(out, small=small, collections=names, suite_dir=suite_dir, seed=seed)
+        report = build_all(
+            out, small=small, collections=names, suite_dir=suite_dir, seed=seed, skip_unavailable=collections is None
+        )
     table = new_table(
         f"datasets written to {out} (counts: train/validation/test; T0 buckets: selected/available)",
         "dataset",
@@ -94,12 +99,48 @@ def data_build(
 @data_app.command("fetch")
 def data_fetch(
     what: str = typer.Argument(..., metavar="COLLECTION", help="tcount-suite"),
-    dest: Path | None = typer.Option(None, metavar="DIR", help="Destination (default ~/.cache/rubriq/tcount_suite)."),
+    out: Path | None = typer.Option(
+        None, "--out", "--dest", metavar="DIR", help="Destination (default $RUBRIQ_CACHE/tcount_suite)."
+    ),
+    source: Path | None = typer.Option(
+        None,
+        "--from",
+        metavar="DIR",
+        help="Take the files from this folder (a copy of the suite's .qasm files) instead of the network.",
+    ),
+    base_url: str | None = typer.Option(
+        None,
+        metavar="URL",
+        help="Download from this mirror of GitHub's raw files (default https://raw.githubusercontent.com).",
+    ),
+    timeout: float = typer.Option(30.0, metavar="SECONDS", help="Per-file download timeout."),
 ) -> None:
-    """Download a public circuit collection (needs network)."""
-    from rubriq.data.suites import fetch_tcount_suite
-
+    """Fetch the T-count suite: PyZX's circuits/feyn_bench/qasm at a pinned commit, each file checked
+    against the SHA-256 committed in RubriQ. A second run verifies and does nothing."""
     check(what == "tcount-suite", "COLLECTION", f"unknown collection {what!r}; available: tcount-suite")
+    check(source is None or source.is_dir(), "--from", f"{source} is not a folder")
+    check(out is None or not out.is_file(), "--out", f"{out} is a file, not a folder")
+    check(
+        base_url is None or base_url.startswith(("https://", "http://", "file://")),
+        "--base-url",
+        f"{base_url} is not an http(s):// or file:// URL",
+    )
+    check(timeout > 0, "--timeout", f"must be > 0 seconds, got {timeout}")
+    from rubriq.suites.tcount import BASE_URL, fetch_tcount_suite, manifest
+
+    base_url = base_url or BASE_URL
     with reported(code=EXIT_FAILED):
-        path = fetch_tcount_suite(dest)
-    console.print(f"T-count suite in {path}")
+        done = fetch_tcount_suite(out, source=source, base_url=base_url, timeout=timeout)
+    spec = manifest()
+    pinned = f"{spec.repository}@{spec.ref[:12]} {spec.path}"
+    if done.written == 0:
+        console.print(
+            f"T-count suite verified in {done.directory}: {done.verified} files ({pinned}), nothing to do", markup=False
+        )
+    else:
+        origin = f"from {source}" if source is not None else f"from {base_url}"
+        console.print(
+            f"T-count suite in {done.directory}: {done.written} of {done.verified} files written {origin}, "
+            f"every file's SHA-256 checked ({pinned})",
+            markup=False,
+        )

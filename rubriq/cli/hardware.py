@@ -35,8 +35,8 @@ def hardware_run(
     options: HardwareOptions = HardwareOptions(),
 ) -> None:
     """The paper's hardware pipeline (also: python -m rubriq.hardware.submit_ibm_ionq, same options)."""
-    from rubriq.hardware.jobs import redact
     from rubriq.hardware.submit_ibm_ionq import check_options, load_circuits, pipeline, write_results
+    from rubriq.redaction import redact
 
     with reported():
         check_options(list(options.backend), options.shots, options.top_k, options.threshold)

@@ -1,4 +1,7 @@
-"""Prompt datasets and circuit collections (see prompts.py and suites.py)."""
+"""Datasets: the synthesis prompts (``prompts.py``, ``catalog.py``), the rewrite-with-fewer-T
+datasets built from the circuit collections of :mod:`rubriq.suites` and the generated small
+rewrites (``rewrites.py``), one row format (``rows.py``), and :func:`load_collection`, which
+knows every collection."""
 
 from __future__ import annotations
 
@@ -8,27 +11,50 @@ from pathlib import Path
 from rubriq.data.prompts import (
     PromptSpec,
     family_summary,
+    prompt_reference_circuits,
     rewrite_rows,
     save_splits,
     split_rows,
     split_summary,
     synthesis_rows,
 )
-from rubriq.data.suites import load_collection, stratify
-
+from rubriq.suites import SuiteCircuit, load_mqt, load_qiskit_arith, load_tcount_suite, stratify
 
 COLLECTIONS = ("tcount", "mqt", "qiskit-arith")
+"""The rewrite collections of ``rubriq data build``; ``rubriq baselines`` also takes ``prompts``."""
 
 
-def build_all(out: Path, small: bool = False, collections: tuple[str, ...] = COLLECTIONS,
-              suite_dir: Path | None = None, total: int = 500, seed: int = 42) -> dict:
+def load_collection(name: str, suite_dir: Path | str | None = None, report: dict | None = None) -> list[SuiteCircuit]:
+    """The circuits of one collection: ``tcount`` (the fetched suite, or ``suite_dir``), ``mqt``,
+    ``qiskit-arith`` or ``prompts`` (the synthesis targets' reference circuits)."""
+    if name == "prompts":
+        return prompt_reference_circuits()
+    if name == "tcount":
+        return load_tcount_suite(suite_dir)
+    if name == "mqt":
+        return load_mqt(report=report)
+    if name == "qiskit-arith":
+        return load_qiskit_arith(report=report)
+    raise ValueError(f"unknown collection {name!r}; use tcount, mqt, qiskit-arith or prompts")
+
+
+def build_all(
+    out: Path,
+    small: bool = False,
+    collections: tuple[str, ...] = COLLECTIONS,
+    suite_dir: Path | None = None,
+    total: int = 500,
+    seed: int = 42,
+    skip_unavailable: bool = True,
+) -> dict:
     """Write ``out/prompts`` (synthesis) and ``out/rewrite-<collection>`` datasets; return a
     report with row and distinct-target counts per split (splits are by target and checked
     disjoint) and the T0-bucket stratification of each collection.
 
     Every collection is loaded before anything is written; a collection that is not on this
-    machine (the T-count suite before ``rubriq data fetch``) is left out and listed under
-    ``report["unavailable"]`` with the reason and how to get it, never half written."""
+    machine (the T-count suite before ``rubriq data fetch tcount-suite``) is left out and listed
+    under ``report["unavailable"]`` with the reason and how to get it, never half written; with
+    ``skip_unavailable=False`` (collections the user named) its error is raised instead."""
     unknown = [c for c in collections if c not in COLLECTIONS]
     if unknown:
         raise ValueError(f"unknown collection(s) {', '.join(unknown)}; use {', '.join(COLLECTIONS)}")
@@ -43,6 +69,8 @@ def build_all(out: Path, small: bool = False, collections: tuple[str, ...] = COL
         try:
             loaded[name] = (load_collection(name, suite_dir, skipped), skipped)
         except FileNotFoundError as exc:
+            if not skip_unavailable:
+                raise
             unavailable[name] = str(exc)  # says how to get it
     save_splits(splits, out / "prompts")
     report["prompts"] = _split_report(splits)
@@ -52,8 +80,12 @@ def build_all(out: Path, small: bool = False, collections: tuple[str, ...] = COL
         rows = rewrite_rows(selected)
         rewrite_splits = split_rows(rows, seed=seed, held_out={})
         save_splits(rewrite_splits, out / f"rewrite-{name}")
-        report[f"rewrite-{name}"] = {"circuits": len(circuits), "buckets": buckets, "skipped": skipped,
-                                     **_split_report(rewrite_splits)}
+        report[f"rewrite-{name}"] = {
+            "circuits": len(circuits),
+            "buckets": buckets,
+            "skipped": skipped,
+            **_split_report(rewrite_splits),
+        }
     if unavailable:
         report["unavailable"] = unavailable
     (out / "report.json").write_text(json.dumps(report, indent=2))
@@ -63,8 +95,10 @@ def build_all(out: Path, small: bool = False, collections: tuple[str, ...] = COL
 def _split_report(splits: dict) -> dict:
     """Rows and distinct targets per split (the splits are by target: no target in two)."""
     summary = split_summary(splits)
-    return {"rows": {k: v["rows"] for k, v in summary.items()},
-            "targets": {k: v["targets"] for k, v in summary.items()}}
+    return {
+        "rows": {k: v["rows"] for k, v in summary.items()},
+        "targets": {k: v["targets"] for k, v in summary.items()},
+    }
 
 
 __all__ = ["COLLECTIONS", "PromptSpec", "build_all", "load_collection", "stratify"]

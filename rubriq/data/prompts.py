@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from qiskit import qasm2
 
-from rubriq.data.rewrites import RewriteGeneratorSpec
 from rubriq.data.catalog import BREADTH_FAMILIES, breadth_targets
-from rubriq.data.suites import SuiteCircuit, bucket_of
+from rubriq.data.rewrites import RewriteGeneratorSpec
+from rubriq.data.rows import target_row
+from rubriq.suites import NotCliffordT, SuiteCircuit, make_entry, to_clifford_t
 from rubriq.targets import Target, make_target
 from rubriq.targets.qft import PAPER_PHASES
 
@@ -40,8 +40,16 @@ log = logging.getLogger(__name__)
 
 FORMATS = ("qasm2", "qasm3", "python")
 HELD_OUT_SIZES = {
-    "qft": 8, "qpe": 7, "hamiltonian": 6, "encoding": 6,
-    "multi_controlled": 7, "state": 8, "oracle": 6, "arithmetic": 8, "qaoa": 6, "clifford": 4,
+    "qft": 8,
+    "qpe": 7,
+    "hamiltonian": 6,
+    "encoding": 6,
+    "multi_controlled": 7,
+    "state": 8,
+    "oracle": 6,
+    "arithmetic": 8,
+    "qaoa": 6,
+    "clifford": 4,
 }
 """Family -> the size whose every target goes to test (unseen sizes).  The primitives (one or
 two widths each, one target per wiring) are split at random like the rest."""
@@ -76,24 +84,36 @@ class PromptSpec:
     """A few targets per breadth family instead of all."""
 
     @classmethod
-    def default(cls) -> "PromptSpec":
+    def default(cls) -> PromptSpec:
         """The paper's families and every breadth family (``rubriq data build``)."""
         return cls(breadth=BREADTH_FAMILIES)
 
     @classmethod
-    def small(cls) -> "PromptSpec":
+    def small(cls) -> PromptSpec:
         """A few rows per family (tests, the CPU quickstart)."""
-        return cls(qft_sizes=(2, 3, 8), qpe_sizes=(3, 7), qpe_phases=(0.25, 0.5), hamiltonian_sizes=(2, 6),
-                   hamiltonian_times=(0.5,), encoding_sizes=(2, 6), encoding_seeds=(0,), breadth=BREADTH_FAMILIES,
-                   breadth_small=True)
+        return cls(
+            qft_sizes=(2, 3, 8),
+            qpe_sizes=(3, 7),
+            qpe_phases=(0.25, 0.5),
+            hamiltonian_sizes=(2, 6),
+            hamiltonian_times=(0.5,),
+            encoding_sizes=(2, 6),
+            encoding_seeds=(0,),
+            breadth=BREADTH_FAMILIES,
+            breadth_small=True,
+        )
 
 
 def synthesis_targets(spec: PromptSpec = PromptSpec()) -> list[Target]:
     """The distinct targets of ``spec`` (equal specs, e.g. two seeds drawing the same data, once)."""
     targets: list[Target] = [make_target("qft", n) for n in spec.qft_sizes]
     targets += [make_target("qpe", n, phase=p) for n in spec.qpe_sizes for p in spec.qpe_phases]
-    targets += [make_target(name, n, t=t) for name in ("heisenberg", "tfim")
-                for n in spec.hamiltonian_sizes for t in spec.hamiltonian_times]
+    targets += [
+        make_target(name, n, t=t)
+        for name in ("heisenberg", "tfim")
+        for n in spec.hamiltonian_sizes
+        for t in spec.hamiltonian_times
+    ]
     for n in spec.encoding_sizes:
         for seed in spec.encoding_seeds:
             targets += [make_target(name, n, seed=seed) for name in spec.encodings]
@@ -121,24 +141,6 @@ def prompt_style_of_rows(rows: list[dict]) -> str:
     return "minimal" if not first.get("content") else "full"
 
 
-def target_row(target: Target, fmt: str, row_id: str, extra: dict | None = None, style: str = "full") -> dict:
-    """One dataset row for a target in one format: prompt, spec, reference circuit, T0 and bucket."""
-    reference = target.reference_circuit()
-    return {
-        "id": row_id,
-        "family": target.family,
-        "algorithm": target.name,
-        "num_qubits": target.num_qubits,
-        "format": fmt,
-        "prompt": target.prompt(fmt, style),
-        "target": json.dumps(target.spec(), sort_keys=True),
-        "reference": qasm2.dumps(reference),
-        "t0": int(target.t0),
-        "bucket": bucket_of(int(target.t0)),
-        **(extra or {}),
-    }
-
-
 def synthesis_rows(spec: PromptSpec = PromptSpec()) -> list[dict]:
     """The synthesis dataset's rows: every target of ``spec`` in every format, then the small
     rewrite tasks of ``spec.small_rewrites`` (OpenQASM 2.0)."""
@@ -147,11 +149,35 @@ def synthesis_rows(spec: PromptSpec = PromptSpec()) -> list[dict]:
     rows = []
     for i, target in enumerate(synthesis_targets(spec)):
         for fmt in spec.formats:
-            rows.append(target_row(target, fmt, f"{target.name}-{target.num_qubits}-{i}-{fmt}",
-                                   style=spec.prompt_style))
+            rows.append(
+                target_row(target, fmt, f"{target.name}-{target.num_qubits}-{i}-{fmt}", style=spec.prompt_style)
+            )
     for generator in spec.small_rewrites:
         rows += small_rewrite_rows(generator, style=spec.prompt_style)
     return rows
+
+
+def prompt_reference_circuits() -> list[SuiteCircuit]:
+    """The reference circuits of the synthesis prompts' targets that reduce exactly to Clifford+T
+    (the ``prompts`` collection of ``rubriq baselines``)."""
+    import hashlib
+    import json
+
+    out = []
+    for target in synthesis_targets():
+        tag = hashlib.sha256(json.dumps(target.spec(), sort_keys=True).encode()).hexdigest()[:8]
+        try:
+            out.append(
+                make_entry(
+                    "prompts",
+                    f"{target.name}_{target.num_qubits}_{tag}",
+                    to_clifford_t(target.reference_circuit()),
+                    "reference circuit",
+                )
+            )
+        except NotCliffordT:
+            continue
+    return out
 
 
 def rewrite_rows(circuits: list[SuiteCircuit], formats: tuple[str, ...] = ("qasm2",)) -> list[dict]:
@@ -162,8 +188,11 @@ def rewrite_rows(circuits: list[SuiteCircuit], formats: tuple[str, ...] = ("qasm
     for c in circuits:
         target = CircuitTarget(qasm=c.qasm())
         for fmt in formats:
-            rows.append(target_row(target, fmt, f"rewrite-{c.collection}-{c.name}-{fmt}",
-                                   {"collection": c.collection, "name": c.name}))
+            rows.append(
+                target_row(
+                    target, fmt, f"rewrite-{c.collection}-{c.name}-{fmt}", {"collection": c.collection, "name": c.name}
+                )
+            )
     return rows
 
 
@@ -185,8 +214,12 @@ def target_key(row: dict) -> str:
     return json.dumps(spec, sort_keys=True)
 
 
-def split_rows(rows: list[dict], seed: int = 42, held_out: dict[str, int] = HELD_OUT_SIZES,
-               fractions: tuple[float, float] = (0.1, 0.1)) -> dict[str, list[dict]]:
+def split_rows(
+    rows: list[dict],
+    seed: int = 42,
+    held_out: dict[str, int] = HELD_OUT_SIZES,
+    fractions: tuple[float, float] = (0.1, 0.1),
+) -> dict[str, list[dict]]:
     """train / validation / test **by target**: every row of one target (all its output formats)
     lands in the same split, so a held-out score is on targets the policy never trained on.
 
@@ -297,15 +330,16 @@ def family_summary(splits: dict[str, list[dict]]) -> dict[str, dict[str, dict[st
     }
 
 
-def _draw(keys: list[str], first: dict[str, dict], seed: int, held_out: dict[str, int],
-          fractions: tuple[float, float]) -> dict[str, str]:
+def _draw(
+    keys: list[str], first: dict[str, dict], seed: int, held_out: dict[str, int], fractions: tuple[float, float]
+) -> dict[str, str]:
     """Split name per target key: held-out sizes to test, the rest ``fractions`` at random."""
     test_keys = {k for k in keys if held_out.get(first[k]["family"]) == first[k]["num_qubits"]}
     rest = [k for k in keys if k not in test_keys]
     order = np.random.default_rng(seed).permutation(len(rest))
     n_val, n_test = int(round(fractions[0] * len(rest))), int(round(fractions[1] * len(rest)))
     val_keys = {rest[i] for i in order[:n_val]}
-    test_keys |= {rest[i] for i in order[n_val:n_val + n_test]}
+    test_keys |= {rest[i] for i in order[n_val : n_val + n_test]}
     return {k: "test" if k in test_keys else "validation" if k in val_keys else "train" for k in keys}
 
 
@@ -338,6 +372,7 @@ def load_split(directory: Path | str, split: str) -> list[dict]:
     """Rows of one split from a folder written by :func:`save_splits` (JSONL)."""
     path = Path(directory) / f"{split}.jsonl"
     if not path.is_file():
-        raise FileNotFoundError(f"no split {split!r} in {directory} (expected {path.name}); "
-                                "build it with `rubriq data build`")
+        raise FileNotFoundError(
+            f"no split {split!r} in {directory} (expected {path.name}); build it with `rubriq data build`"
+        )
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -133,7 +133,7 @@ def _append(qc: QuantumCircuit, name: str, qubits: tuple[int, ...]) -> None:
 
 def _t_count(circuit: QuantumCircuit) -> int:
     from rubriq.circuit.gates import canonical_ops
-    from rubriq.rubric.tcount import t_count
+    from rubriq.circuit.tcount import t_count
 
     return t_count(canonical_ops(circuit))
 
@@ -197,7 +197,15 @@ def _plant(rng: np.random.Generator, n: int, kind: str) -> Planted:
         a, b = (int(x) for x in rng.choice(n, size=2, replace=False))
         between: list[Gate] = [(str(rng.choice(["h", "s", "x"])), (o,)) for o in range(n) if o not in (a, b)]
         middle = between[:1]
-        written = [("cx", (a, b)), (first, (b,)), ("cx", (a, b)), *middle, ("cx", (a, b)), (second, (b,)), ("cx", (a, b))]
+        written = [
+            ("cx", (a, b)),
+            (first, (b,)),
+            ("cx", (a, b)),
+            *middle,
+            ("cx", (a, b)),
+            (second, (b,)),
+            ("cx", (a, b)),
+        ]
         reduced = middle + ([] if clifford is None else [("cx", (a, b)), (clifford, (b,)), ("cx", (a, b))])
     else:
         raise ValueError(f"unknown redundancy kind {kind!r}; use one of {REDUNDANCY_KINDS}")
@@ -289,11 +297,11 @@ def rewrite_record(task: SmallRewrite, with_optimum: bool = True) -> dict:
 def small_rewrite_rows(
     spec: RewriteGeneratorSpec = RewriteGeneratorSpec(), style: str = "compact", sft_seed: int = 0
 ) -> list[dict]:
-    """Dataset rows (``prompts.target_row`` with the ``circuit`` target) for the generated
+    """Dataset rows (``rows.target_row`` with the ``circuit`` target) for the generated
     circuits, with the recorded facts and ``sft_answers``: ``spec.answers`` partial rewrites
     (QASM) for the warm-start (see :func:`partial_rewrite`), so that the warm-started policy has
     learned several correct answers of different T per prompt, not one."""
-    from rubriq.data.prompts import target_row
+    from rubriq.data.rows import target_row
     from rubriq.targets.circuit import CircuitTarget
 
     rng = np.random.default_rng(sft_seed)

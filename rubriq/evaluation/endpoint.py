@@ -12,7 +12,7 @@ hosted APIs) through the official ``openai`` client: ``rubriq evaluate --endpoin
   server asks for it) and ``seed`` are passed through.
 * **The key**: read from the environment variable named by ``api_key_env`` (default
   ``OPENAI_API_KEY``), never written to a file or printed: every message passes through the
-  hardware path's :func:`rubriq.hardware.jobs.redact`.
+  hardware path's :func:`rubriq.redaction.redact`.
 * **A robust client**: at most ``concurrency`` requests in flight; ``timeout`` per request;
   retries with exponential backoff and jitter on 429, 5xx, timeouts and connection errors,
   honouring ``Retry-After`` (the ``openai`` client's own retry loop, which does exactly this:
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubriq.evaluation.records import Record
+from rubriq.evaluation.records import Record, dataset_of
 from rubriq.evaluation.settings import EndpointSettings
 from rubriq.extract.files import open_record
 
@@ -68,8 +68,9 @@ class EndpointError(RuntimeError):
 
 def default_cache() -> Path:
     """The completion cache of commands without an output folder (``synthesize``, the app)."""
-    root = Path(os.environ.get("RUBRIQ_CACHE", Path.home() / ".cache" / "rubriq"))
-    return root / "completions.jsonl"
+    from rubriq.cache import cache_root
+
+    return cache_root() / "completions.jsonl"
 
 
 def _normal_url(url: str) -> str:
@@ -192,7 +193,7 @@ class Usage:
 
 
 def _redact(text: str, settings: EndpointSettings) -> str:
-    from rubriq.hardware.jobs import TOKEN_VARIABLES, redact
+    from rubriq.redaction import TOKEN_VARIABLES, redact
 
     return redact(text, names=(*TOKEN_VARIABLES, settings.api_key_env))
 
@@ -433,7 +434,6 @@ class EndpointPolicy:
         """``samples`` completions per row, from the cache where it has them, else from the
         endpoint (``concurrency`` prompts in flight); ``on_batch(done, total)`` after each
         completion.  The records come in (row, sample) order, as local sampling returns them."""
-        from rubriq.evaluation.sampling import dataset_of
         from rubriq.progress import progress as progress_bar
 
         if samples < 1:

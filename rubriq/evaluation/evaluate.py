@@ -39,7 +39,7 @@ def check_policy(name_or_path: str) -> None:
     """Raise :class:`ModelUnavailable` now, before anything loads, when ``name_or_path`` names
     no usable policy: not ``embedded``/``tiny``, not a model or adapter folder, and not a hub id
     already in the local Hugging Face cache (there is no download here)."""
-    from rubriq.training.models import EMBEDDED, ModelUnavailable, embedded_dir, embedded_gguf
+    from rubriq.models import EMBEDDED, ModelUnavailable, embedded_dir, embedded_gguf
 
     if name_or_path == TINY:
         return
@@ -77,7 +77,7 @@ def check_policy(name_or_path: str) -> None:
 def prompt_style_of(name_or_path: str) -> str:
     """The prompt style a policy was trained with (``rubriq_policy.json`` beside it, written by
     training): ``full`` (the paper's system + user prompt) unless the folder says otherwise."""
-    from rubriq.training.models import read_policy_info
+    from rubriq.models import read_policy_info
 
     path = Path(name_or_path)
     return read_policy_info(path).get("prompt_style", "full") if path.is_dir() else "full"
@@ -86,7 +86,7 @@ def prompt_style_of(name_or_path: str) -> str:
 def load_policy(name_or_path: str):
     """(tokenizer, model) for a hub id, a folder (full model or PEFT adapter), ``embedded``, or
     ``tiny`` (a random tiny model with the embedded tokenizer: tests)."""
-    from rubriq.training.models import EMBEDDED, adapter_base, load_model, load_tokenizer, tiny_model
+    from rubriq.models import EMBEDDED, adapter_base, load_model, load_tokenizer, tiny_model
 
     check_policy(name_or_path)
     if name_or_path == TINY:
@@ -209,9 +209,9 @@ def baseline_name(row: dict) -> str:
 def baseline_rows(rows: list[dict], methods: tuple[str, ...]) -> list[dict]:
     """The compiler baselines on the reference circuits of the evaluated targets (one per target)."""
     from rubriq.baselines.runner import run_suite
-    from rubriq.data.suites import SuiteCircuit
     from rubriq.extract.qasm import load_qasm
     from rubriq.rubric.tcount import compression
+    from rubriq.suites import SuiteCircuit
 
     seen, circuits = set(), []
     for r in rows:

@@ -143,7 +143,7 @@ def write_prompts(config: LeaderboardConfig) -> Path:
     out = Path(config.out)
     prompts = out / "prompts"
     if not (prompts / "test.jsonl").is_file():
-        from rubriq.evaluation.sampling import dataset_of
+        from rubriq.evaluation.records import dataset_of
 
         rows = load_split(config.source, config.split)
         if config.datasets:
@@ -208,7 +208,7 @@ def served(entry: EntrySpec, timeout_s: float = 600) -> Iterator[str]:
         cmd = [sys.executable, "-m", "rubriq.evaluation.policy_server", "--model", entry.model, "--port", str(port)]
         cmd += ["--served-name", "policy"]
     elif entry.serve == "llamacpp":
-        from rubriq.training.models import EMBEDDED, embedded_gguf
+        from rubriq.models import EMBEDDED, embedded_gguf
 
         gguf = str(embedded_gguf()) if entry.model == EMBEDDED else entry.model
         python = os.environ.get("RUBRIQ_LLAMACPP_PYTHON", sys.executable)
@@ -263,7 +263,7 @@ def evaluate_entry(entry: EntrySpec, config: LeaderboardConfig, prompts: Path, f
     local = not entry.endpoint and not entry.serve
     if local or entry.serve == "rubriq":
         from rubriq.evaluation.evaluate import check_policy
-        from rubriq.training.models import ModelUnavailable
+        from rubriq.models import ModelUnavailable
 
         try:
             check_policy(entry.model)

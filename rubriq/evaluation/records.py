@@ -27,6 +27,18 @@ from qiskit import QuantumCircuit
 _MISSING = object()
 
 
+def dataset_of(row: dict) -> str:
+    """The dataset a prompt row belongs to: ``rewrite-<collection>`` for rewrite rows, else
+    ``synthesis`` (or the row's own ``dataset`` field).
+
+    >>> dataset_of({"collection": "tcount"}), dataset_of({})
+    ('rewrite-tcount', 'synthesis')
+    """
+    if row.get("dataset"):
+        return str(row["dataset"])
+    return f"rewrite-{row['collection']}" if row.get("collection") else "synthesis"
+
+
 _NAMES: dict[type, frozenset[str]] = {}
 
 

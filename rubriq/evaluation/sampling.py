@@ -15,21 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from rubriq.config import RubricConfig
-from rubriq.evaluation.records import Record, ScoredRecord
+from rubriq.evaluation.records import Record, ScoredRecord, dataset_of
 from rubriq.evaluation.settings import EvalSettings
 from rubriq.extract.files import open_record
-
-
-def dataset_of(row: dict) -> str:
-    """The dataset a prompt row belongs to: ``rewrite-<collection>`` for rewrite rows, else
-    ``synthesis`` (or the row's own ``dataset`` field).
-
-    >>> dataset_of({"collection": "tcount"}), dataset_of({})
-    ('rewrite-tcount', 'synthesis')
-    """
-    if row.get("dataset"):
-        return str(row["dataset"])
-    return f"rewrite-{row['collection']}" if row.get("collection") else "synthesis"
 
 
 def generate(

@@ -6,15 +6,8 @@ name, a hash of the transpiled circuit and the shot count.  A job id is written 
 provider returns it (atomic write: temp file + rename), so a crash after submission cannot
 lose it; a rerun polls saved jobs and submits only circuits that have no job yet.
 
-:func:`redact` removes the values of the provider tokens (``IBM_QUANTUM_TOKEN``,
-``QISKIT_IBM_TOKEN``, ``IONQ_API_KEY``) from any text; every file and log line of the hardware
-pipeline goes through it.
-
->>> import os
->>> os.environ["IONQ_API_KEY"] = "s3cr3t-key"
->>> redact("Authorization: apiKey s3cr3t-key")
-'Authorization: apiKey ***'
->>> del os.environ["IONQ_API_KEY"]
+:func:`rubriq.redaction.redact` removes the values of the provider tokens from any text;
+every file (:func:`write_text`) and log line of the hardware pipeline goes through it.
 """
 
 from __future__ import annotations
@@ -23,29 +16,10 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-TOKEN_VARIABLES = ("IBM_QUANTUM_TOKEN", "QISKIT_IBM_TOKEN", "IONQ_API_KEY")
-
-
-def secrets(names: Sequence[str] = TOKEN_VARIABLES) -> list[str]:
-    """The values of the token variables ``names`` set in the environment (never written
-    anywhere; the endpoint client adds its ``--api-key-env`` to the provider tokens)."""
-    return [v for v in (os.environ.get(k) for k in names) if v and len(v) >= 4]
-
-
-def contains_secret(text: str, names: Sequence[str] = TOKEN_VARIABLES) -> bool:
-    """Whether ``text`` holds the value of a token variable."""
-    return any(secret in text for secret in secrets(names))
-
-
-def redact(text: str, names: Sequence[str] = TOKEN_VARIABLES) -> str:
-    """``text`` with the value of every token variable of ``names`` replaced by a placeholder."""
-    for secret in secrets(names):
-        text = text.replace(secret, "***")
-    return text
+from rubriq.redaction import redact
 
 
 def write_text(path: Path, text: str) -> None:

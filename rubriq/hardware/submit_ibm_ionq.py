@@ -18,7 +18,7 @@ Top to bottom, per backend and circuit:
    and never resubmits), ``kl.png`` (Fig. 8 style).  ``--dry-run`` prints what would be sent.
 
 Tokens are read from the environment only and never written: every file and console line
-passes through ``jobs.redact``.
+passes through ``rubriq.redaction.redact``.
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ from qiskit import QuantumCircuit, qasm2
 
 from rubriq.circuit.backends import CATALOG, get_backend
 from rubriq.extract.files import InputError, read_text_file
-from rubriq.hardware.jobs import JobStore, contains_secret, job_key, redact, write_text
+from rubriq.hardware.jobs import JobStore, job_key, write_text
 from rubriq.hardware.options import DEFAULT_OUT, DEFAULT_SHOTS, KL_THRESHOLD, HardwareOptions
 from rubriq.options import add_arguments, from_namespace
+from rubriq.redaction import contains_secret, redact
 
 
 # -- input ---------------------------------------------------------------------------------

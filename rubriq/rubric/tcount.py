@@ -1,14 +1,10 @@
 """S_T: the T-count score (paper eq. 8).
 
-    S_T(c) = exp(-alpha_T * T(c)),   alpha_T = 0.05,   T(c) = sum_g T(g)
+    S_T(c) = exp(-alpha_T * T(c)),   alpha_T = 0.05
 
-with T(g) from the gate table of ``rubriq.circuit.gates``:
-
-* Clifford gates (and rotations by multiples of pi/2): 0;
-* t, tdg, and any rotation by an odd multiple of pi/4: 1;
-* ccx, ccz, cswap: 7 (the standard ancilla-free 7-T decompositions);
-* any other rotation: 3 * ceil(log2(1/eps)), the Ross-Selinger / gridsynth bound for a
-  z-rotation to precision eps (default eps = 1e-10: 3 * 34 = 102).
+T(c) is a fact of the circuit, defined once in :mod:`rubriq.circuit.tcount` (gate costs, the
+arbitrary-rotation bound 3*ceil(log2(1/eps)) = 102 at eps = 1e-10); this module turns it into
+the score and holds compression C = T0/T.
 
 Relative mode (``tcount.mode: relative``, not in the paper) scores a rewrite against its input:
 for a target that is a circuit of T-count T0 with a recorded best T-count T_best (the target's
@@ -20,10 +16,6 @@ so a copy of the input (T = T0) earns no T credit and the recorded optimum earns
 when T0 <= T_best there is nothing to remove and S_T = 1 for T <= T0, else 0.  Other targets
 (synthesis) keep the absolute score.  In the absolute mode a rewrite that removes two of four T
 gates gains exp(-0.1) - exp(-0.2) = 0.086 of S_T; in the relative mode, with T_best = 2, all of it.
-
-Note on the paper: its text says an arbitrary rotation costs "~50 T gates", but its own
-formula 3*ceil(log2(1/eps)) gives 102 at its eps = 1e-10 (50 would correspond to eps ~ 1e-5).
-We implement the formula; set ``tcount.epsilon`` to change the cost.
 
 >>> from rubriq.circuit.facts import CircuitFacts
 >>> facts = CircuitFacts.from_qasm('OPENQASM 2.0; include "qelib1.inc"; qreg q[3];'
@@ -40,51 +32,9 @@ from __future__ import annotations
 import math
 
 from rubriq.circuit.facts import CircuitFacts
-from rubriq.circuit.gates import (
-    CLIFFORD_GATES,
-    ROTATION_GATES,
-    T_GATES,
-    TOFFOLI_LIKE_GATES,
-    TOFFOLI_T_COST,
-    Op,
-    multiple_of,
-)
-from rubriq.config import TCountConfig
+from rubriq.circuit.gates import ROTATION_GATES
+from rubriq.circuit.tcount import gate_t_cost, rotation_t_cost
 from rubriq.rubric.base import DimensionScore, ScoringContext
-
-
-def rotation_t_cost(epsilon: float) -> int:
-    """T-cost of one arbitrary rotation synthesized to precision eps: 3*ceil(log2(1/eps)).
-
-    >>> rotation_t_cost(1e-10)
-    102
-    """
-    if not 0 < epsilon < 1:
-        raise ValueError(f"epsilon must lie in (0, 1), got {epsilon}")
-    return 3 * math.ceil(math.log2(1.0 / epsilon))
-
-
-def gate_t_cost(op: Op, cfg: TCountConfig = TCountConfig()) -> int:
-    """T(g) of one canonical gate."""
-    if op.name in CLIFFORD_GATES:
-        return 0
-    if op.name in T_GATES:
-        return 1
-    if op.name in TOFFOLI_LIKE_GATES:
-        return TOFFOLI_T_COST
-    if op.name in ROTATION_GATES:
-        theta = op.params[0]
-        if multiple_of(theta, math.pi / 2, cfg.angle_tol) is not None:
-            return 0
-        if multiple_of(theta, math.pi / 4, cfg.angle_tol) is not None:
-            return 1
-        return rotation_t_cost(cfg.epsilon)
-    raise ValueError(f"{op.name!r} is not a gate of the rubric's table")
-
-
-def t_count(ops, cfg: TCountConfig = TCountConfig()) -> int:
-    """T(c): the summed T-cost of canonical gates."""
-    return sum(gate_t_cost(op, cfg) for op in ops)
 
 
 def relative_score(t: int, t0: int, t_best: int = 0) -> float:

@@ -202,7 +202,7 @@ class Target(ABC):
     def t0(self) -> int:
         """T-count of the reference circuit under the rubric's gate table."""
         from rubriq.circuit.gates import canonical_ops
-        from rubriq.rubric.tcount import t_count
+        from rubriq.circuit.tcount import t_count
 
         return t_count(canonical_ops(self._reference))
 

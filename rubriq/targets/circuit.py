@@ -50,8 +50,8 @@ class CircuitTarget(Target):
     def __init__(self, num_qubits: int | None = None, **params: Any) -> None:
         from rubriq.budget import BudgetExceeded, Deadline
         from rubriq.circuit.gates import TRUSTED_MAX_GATES, UnsupportedCircuitError, canonical_ops, strip_non_unitary
+        from rubriq.circuit.tcount import t_count
         from rubriq.extract.qasm import QASMError, QASMLimits, load_qasm
-        from rubriq.rubric.tcount import t_count
 
         qasm = params.get("qasm")
         if not isinstance(qasm, str) or not qasm.strip():

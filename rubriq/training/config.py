@@ -3,7 +3,8 @@
 The ``grpo`` section is passed to TRL's own typed ``GRPOConfig`` and ``sft.args`` to TRL's
 ``SFTConfig`` (their keys are checked against the fields of those classes, so a typo is an
 error, not a silently ignored setting); the ``rubric`` section is
-:class:`rubriq.config.RubricConfig`; ``ppo`` is :class:`rubriq.training.ppo.PPOSettings`.
+:class:`rubriq.config.RubricConfig`; ``ppo`` is :class:`PPOSettings` (here: settings
+live in this module, the trainers in theirs).
 
 A YAML file may start with ``base: other.yaml`` (a path relative to the file): the base is
 loaded first and the file's sections are merged into it key by key, so a variant (an ablation,
@@ -19,6 +20,39 @@ from typing import Any, Literal
 
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
 from rubriq.evaluation.settings import EvalSettings  # noqa: F401 (the evaluation section of TrainSettings)
+
+
+@dataclass(frozen=True)
+class PPOSettings:
+    """PPO hyper-parameters (YAML section ``ppo``)."""
+
+    learning_rate: float = 1.0e-5
+    batch_size: int = 8
+    """Prompts per PPO step (one completion each)."""
+    mini_batch_size: int = 4
+    """Completions per gradient step inside a PPO epoch."""
+    ppo_epochs: int = 4
+    """Optimization passes over each batch of rollouts."""
+    clip_range: float = 0.2
+    """epsilon of the clipped surrogate."""
+    clip_range_value: float = 0.2
+    """epsilon_v of the clipped value loss."""
+    vf_coef: float = 0.1
+    gamma: float = 1.0
+    lam: float = 0.95
+    kl_coef: float = 0.05
+    """beta of the per-token KL penalty against the reference (adapter-off) policy."""
+    whiten_advantages: bool = True
+    max_grad_norm: float = 1.0
+    max_new_tokens: int = 256
+    temperature: float = 0.8
+    top_p: float = 0.95
+    max_steps: int = 100
+    save_steps: int = 50
+    logging_steps: int = 1
+    seed: int = 42
+    tensorboard: bool = True
+    """Also write TensorBoard events to output_dir/runs."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +196,7 @@ class TrainSettings:
     """With fast_decoding: completions that ended leave the decoding batch, so the rest decode in
     a smaller batch (the random draws of the rows that stay differ from a full batch's)."""
     ppo: dict = field(default_factory=dict)
-    """Fields of rubriq.training.ppo.PPOSettings (used when algorithm is ppo)."""
+    """Fields of PPOSettings (used when algorithm is ppo)."""
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> TrainSettings:
@@ -238,6 +272,4 @@ def check_trl_keys(class_name: str, section: dict, where: str) -> None:
 
 def check_ppo_keys(section: dict) -> None:
     """``ConfigError`` for keys of the ``ppo`` section that PPOSettings does not have."""
-    from rubriq.training.ppo import PPOSettings
-
     from_dict(PPOSettings, section)

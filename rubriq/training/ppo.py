@@ -33,46 +33,14 @@ import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from rubriq.training.config import PPOSettings
+
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class PPOSettings:
-    """PPO hyper-parameters (YAML section ``ppo``)."""
-
-    learning_rate: float = 1.0e-5
-    batch_size: int = 8
-    """Prompts per PPO step (one completion each)."""
-    mini_batch_size: int = 4
-    """Completions per gradient step inside a PPO epoch."""
-    ppo_epochs: int = 4
-    """Optimization passes over each batch of rollouts."""
-    clip_range: float = 0.2
-    """epsilon of the clipped surrogate."""
-    clip_range_value: float = 0.2
-    """epsilon_v of the clipped value loss."""
-    vf_coef: float = 0.1
-    gamma: float = 1.0
-    lam: float = 0.95
-    kl_coef: float = 0.05
-    """beta of the per-token KL penalty against the reference (adapter-off) policy."""
-    whiten_advantages: bool = True
-    max_grad_norm: float = 1.0
-    max_new_tokens: int = 256
-    temperature: float = 0.8
-    top_p: float = 0.95
-    max_steps: int = 100
-    save_steps: int = 50
-    logging_steps: int = 1
-    seed: int = 42
-    tensorboard: bool = True
-    """Also write TensorBoard events to output_dir/runs."""
 
 
 # -- the math ----------------------------------------------------------------------------------

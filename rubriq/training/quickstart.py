@@ -72,8 +72,8 @@ def run(
     from rubriq.evaluation.metrics import paired_prompt_difference, per_prompt_ci, summarize
     from rubriq.evaluation.plots import learning_curves, phase_bars, read_metrics
     from rubriq.evaluation.sampling import save_records
+    from rubriq.models import EMBEDDED, prepare_embedded
     from rubriq.training.config import TrainSettings
-    from rubriq.training.models import EMBEDDED, prepare_embedded
     from rubriq.training.train_rubriq import build, load_base, load_rows, save_final, warm_start, write_run_info
 
     out = Path(out_dir)

@@ -116,7 +116,7 @@ def sft_lora_kwargs(settings) -> dict | None:
 
 def load_base(settings):
     """Tokenizer and the model before any training (hub id, folder, embedded or tiny)."""
-    from rubriq.training.models import load_model, load_tokenizer, tiny_model
+    from rubriq.models import load_model, load_tokenizer, tiny_model
 
     tokenizer = load_tokenizer(settings.model.name_or_path)
     model = tiny_model(tokenizer) if settings.model.tiny else load_model(settings.model.name_or_path)
@@ -125,9 +125,9 @@ def load_base(settings):
 
 def warm_start(settings, tokenizer, model):
     """The SFT warm-start (TRL SFTTrainer); the model is saved to ``output_dir/sft/model``."""
+    from rubriq.models import to_policy_precision
     from rubriq.training.callbacks import trainer_callbacks
     from rubriq.training.config import EarlyStoppingSettings
-    from rubriq.training.models import to_policy_precision
     from rubriq.training.sft import run_sft
 
     model = to_policy_precision(model, settings.model.precision)
@@ -152,7 +152,7 @@ def warm_start(settings, tokenizer, model):
 
 def load_policy(settings, resume: bool = False):
     """Tokenizer and model, after the SFT warm-start when it is enabled (or reused on resume)."""
-    from rubriq.training.models import load_model, load_tokenizer
+    from rubriq.models import load_model, load_tokenizer
 
     sft_model = Path(settings.output_dir) / "sft" / "model"
     if settings.sft.enabled and resume and (sft_model / "config.json").is_file():
@@ -205,8 +205,8 @@ def build(
         )
         trainer.rubriq_rewards = rewards
         return trainer
+    from rubriq.models import to_policy_precision
     from rubriq.training.grpo import build_grpo_trainer
-    from rubriq.training.models import to_policy_precision
 
     model = to_policy_precision(model, settings.model.precision)
     grpo = {"output_dir": str(output_dir), **settings.grpo}
@@ -241,7 +241,7 @@ def warn_cpu_precision(settings) -> None:
     (Where the CPU has them, ``model.precision: auto`` already runs the policy in bfloat16.)"""
     import torch
 
-    from rubriq.training.models import cpu_bf16_units
+    from rubriq.models import cpu_bf16_units
 
     if torch.cuda.is_available() or cpu_bf16_units():
         return
@@ -300,7 +300,7 @@ def save_final(trainer, settings, folder: Path) -> Path:
     """Save the trained policy to ``folder`` so that the folder can be moved and says what it is:
 
     - the adapter's base (the SFT warm-start, ``output_dir/sft/model``) is recorded relative to
-      the folder (``../sft/model``; ``rubriq.training.models.adapter_base`` resolves it);
+      the folder (``../sft/model``; ``rubriq.models.adapter_base`` resolves it);
     - ``rubriq_policy.json``: the prompt style and formats it was trained on (read by
       ``synthesize``, ``evaluate`` and the app, which prompt the way the policy was trained), the
       real base model and the training algorithm and reward;
@@ -308,7 +308,7 @@ def save_final(trainer, settings, folder: Path) -> Path:
     import os
 
     from rubriq.data.prompts import prompt_style_of_rows
-    from rubriq.training.models import EMBEDDED, EMBEDDED_HUB_ID, POLICY_INFO
+    from rubriq.models import EMBEDDED, EMBEDDED_HUB_ID, POLICY_INFO
 
     folder = Path(folder)
     trainer.save_model(str(folder))
