@@ -279,7 +279,9 @@ def add_generated_splits(
         seen = {target_key(r) for rows in splits.values() for r in rows}
         rows: list[dict] = []
         for fields in specs if isinstance(specs, (list, tuple)) else [specs]:
-            generator = fields if isinstance(fields, RewriteGeneratorSpec) else from_dict(RewriteGeneratorSpec, dict(fields))
+            generator = (
+                fields if isinstance(fields, RewriteGeneratorSpec) else from_dict(RewriteGeneratorSpec, dict(fields))
+            )
             rows += small_rewrite_rows(generator, style=style)
         splits[name] = [r for r in rows if target_key(r) not in seen]
         dropped[name] = len(rows) - len(splits[name])

@@ -82,7 +82,9 @@ class RewriteGeneratorSpec:
             raise ValueError("target_t_best needs optimum: true (t_best is the recorded PyZX optimum)")
         unknown = set(self.kinds) - set(REDUNDANCY_KINDS)
         if unknown or not self.kinds:
-            raise ValueError(f"unknown redundancy kind(s) in {list(self.kinds)}; use a non-empty subset of {REDUNDANCY_KINDS}")
+            raise ValueError(
+                f"unknown redundancy kind(s) in {list(self.kinds)}; use a non-empty subset of {REDUNDANCY_KINDS}"
+            )
 
 
 @dataclass

@@ -392,15 +392,20 @@ def _decode_layer_class():
 
         def select_rows(self, indices, capacity: int) -> None:
             """Keep the rows ``indices`` (copying their filled part only) in buffers of ``capacity``."""
-            self._fill(self.keys[indices], self.values[indices], capacity)
+            keys, values = self._filled()
+            self._fill(keys[indices], values[indices], capacity)
+
+        def _filled(self):
+            if self.keys is None or self.values is None:
+                raise RuntimeError("the decoding cache was used before its prompt was pre-filled")
+            return self.keys, self.values
 
         def batch_select_indices(self, indices) -> None:
             self.select_rows(indices, self._k.shape[2])
 
         def batch_repeat_interleave(self, repeats: int) -> None:
-            self._fill(
-                self.keys.repeat_interleave(repeats, 0), self.values.repeat_interleave(repeats, 0), self._k.shape[2]
-            )
+            keys, values = self._filled()
+            self._fill(keys.repeat_interleave(repeats, 0), values.repeat_interleave(repeats, 0), self._k.shape[2])
 
         def crop(self, tokens_to_remove: int) -> None:
             if tokens_to_remove > 0:
@@ -477,10 +482,12 @@ def decode(
         )
         logits = out.logits[:, -1].float().repeat_interleave(size, dim=0)
         layer = _buffered_layer()
+        prefilled: list[Any] = list(cache.layers)  # full-attention layers (decode_plan checked it)
         cache.layers = [
             layer(cached.keys.repeat_interleave(size, 0), cached.values.repeat_interleave(size, 0), capacity)
-            for cached in cache.layers
+            for cached in prefilled
         ]
+        buffered: list[Any] = cache.layers
         rows = torch.arange(batch, device=device)  # the row of input_ids each batch position holds
         lengths = mask.sum(-1)  # the position of each row's next token
         masks = torch.cat([mask, mask.new_ones((batch, plan.max_new_tokens))], dim=1)
@@ -518,7 +525,7 @@ def decode(
                 break
             if drop_finished_rows and done >= max(1, finished.numel() // COMPACT_FRACTION):
                 keep = (~finished).nonzero()[:, 0]
-                for cached in cache.layers:
+                for cached in buffered:
                     cached.select_rows(keep, capacity)
                 rows, lengths, masks, fences, finished, tokens = (
                     x[keep] for x in (rows, lengths, masks, fences, finished, tokens)
