@@ -186,12 +186,12 @@ def roof(model, input_ids, mask, steps: int, torch):
 
 def sampler(name: str, policy, tokenizer):
     """The generate function of a sampling implementation."""
-    from rubriq.training.generation import generate_with_options
+    from rubriq.models.generation import generate_with_options
 
     if name == "generate (TRL's call)":
         return policy.generate
     common = {"end_after_block": None, "fast_sampling": True}
-    from rubriq.training.generation import fence_token_ids
+    from rubriq.models.generation import fence_token_ids
 
     common["end_after_block"] = (tuple(fence_token_ids(tokenizer)), tokenizer.eos_token_id)
     options = {

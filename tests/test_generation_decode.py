@@ -1,4 +1,4 @@
-"""RubriQ's decoding loop (rubriq/training/generation.py, ``decode``): the same tokens as
+"""RubriQ's decoding loop (rubriq/models/generation.py, ``decode``): the same tokens as
 transformers' ``generate`` when greedy, on several architectures; the distribution transformers'
 sampling gives (frequencies against the exact probabilities); log-probabilities equal to a
 whole-row forward; a fallback to ``generate`` for whatever it does not do; and where the GRPO
@@ -51,7 +51,7 @@ def _prompts(groups: int = 4, size: int = 2, length: int = 7, seed: int = 1):
 def test_greedy_decoding_gives_generates_tokens(kind):
     """Rows that end at different steps (end-of-sequence ids picked from a free run), shared and
     left-padded prompts: decode returns generate's very tensor, dropping finished rows or not."""
-    from rubriq.training.generation import decode, decode_plan
+    from rubriq.models.generation import decode, decode_plan
 
     model = _tiny(kind)
     ids, mask = _prompts()
@@ -85,7 +85,7 @@ def test_greedy_decoding_gives_generates_tokens(kind):
     ],
 )
 def test_calls_decode_does_not_do_are_left_to_generate(kwargs):
-    from rubriq.training.generation import decode_plan, generate_with_options
+    from rubriq.models.generation import decode_plan, generate_with_options
 
     model = _tiny("llama")
     ids, mask = _prompts()
@@ -102,7 +102,7 @@ def test_calls_decode_does_not_do_are_left_to_generate(kwargs):
 def test_models_without_a_plain_key_value_cache_are_left_to_generate():
     from transformers import LogitsProcessorList, TopKLogitsWarper
 
-    from rubriq.training.generation import causal_lm, decode_plan
+    from rubriq.models.generation import causal_lm, decode_plan
 
     ids, _ = _prompts()
     assert causal_lm(_tiny("gemma2")) is None  # sliding-window layers
@@ -142,7 +142,7 @@ def test_decode_samples_the_distribution_transformers_sampling_gives(fast_sampli
     from transformers import GenerationConfig, LogitsProcessorList
     from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-    from rubriq.training.generation import decode, decode_plan
+    from rubriq.models.generation import decode, decode_plan
 
     vocab, rows = 8, 4000
     model = _tiny("llama", vocab=vocab, seed=3)
@@ -182,7 +182,7 @@ def test_decodes_log_probabilities_equal_the_whole_row_forward():
     from peft import LoraConfig, get_peft_model
     from transformers import GenerationConfig
 
-    from rubriq.training.generation import EndAfterCodeBlock, decode, decode_plan
+    from rubriq.models.generation import EndAfterCodeBlock, decode, decode_plan
     from rubriq.training.grpo import completion_logps_and_entropy
 
     vocab, new, eos, fences = 16, 12, [1, 2], [3]
@@ -224,7 +224,7 @@ def test_grpo_samples_through_the_decoding_loop_by_default_and_not_with_the_stud
     ``decode``; with the learning study's settings (configs/studies/learning_train.yaml) it is
     transformers' generate, as when the study ran."""
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
-    import rubriq.training.generation as generation
+    import rubriq.models.generation as generation
     from rubriq.data.prompts import PromptSpec, synthesis_rows
     from rubriq.training.config import TrainSettings
     from rubriq.training.grpo import build_grpo_trainer
@@ -269,7 +269,7 @@ def test_grpo_samples_through_the_decoding_loop_by_default_and_not_with_the_stud
 
 def test_evaluation_sampler_fast_decoding_gives_the_same_greedy_completions(tmp_path, monkeypatch):
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
-    import rubriq.training.generation as generation
+    import rubriq.models.generation as generation
     from rubriq.data.prompts import PromptSpec, synthesis_rows
     from rubriq.evaluation.sampling import generate
     from rubriq.training.models import load_tokenizer, tiny_model

@@ -150,7 +150,7 @@ def test_rl_adapter_after_sft_records_the_sft_model_as_its_base(tokenizer, tmp_p
 
 def test_shared_prompt_prefill_generates_the_same_tokens(tokenizer):
     from rubriq.models import tiny_model
-    from rubriq.training.generation import install_prefix_generate, prefix_generate
+    from rubriq.models.generation import install_prefix_generate, prefix_generate
 
     model = tiny_model(tokenizer).eval()
     tokenizer.padding_side = "left"
@@ -170,7 +170,7 @@ def test_sampling_without_dropout_samples_the_eval_mode_policy_and_restores_trai
     from peft import LoraConfig, get_peft_model
 
     from rubriq.models import tiny_model
-    from rubriq.training.generation import install_prefix_generate
+    from rubriq.models.generation import install_prefix_generate
 
     torch.manual_seed(0)
     config = LoraConfig(
@@ -317,7 +317,7 @@ def test_fast_sampling_draws_from_transformers_sampling_distribution():
         TopPLogitsWarper,
     )
 
-    from rubriq.training.generation import SampleFromNucleus
+    from rubriq.models.generation import SampleFromNucleus
 
     torch.manual_seed(0)
     peaked = torch.randn(1000) * 3.0
@@ -352,7 +352,7 @@ def test_fast_sampling_replaces_transformers_draw_in_trl_style_generate(tokenize
     every token through SampleFromNucleus; a greedy one, or one without it, is left as it was."""
     from transformers import GenerationConfig
 
-    import rubriq.training.generation as generation
+    import rubriq.models.generation as generation
     from rubriq.models import tiny_model
 
     calls = []

@@ -41,7 +41,7 @@ def generate(
     batch; without a terminal it logs a line per batch.
 
     With ``fast_decoding``, each batch is decoded by RubriQ's own loop
-    (:func:`rubriq.training.generation.decode`: each distinct prompt pre-filled once, finished
+    (:func:`rubriq.models.generation.decode`: each distinct prompt pre-filled once, finished
     rows dropped from the batch, tokens drawn from the top-p nucleus by the Gumbel-max trick)
     wherever it does what ``model.generate`` would (plain sampling or greedy decoding of a
     full-attention causal LM), and by ``model.generate`` otherwise: greedy completions are the
@@ -52,8 +52,8 @@ def generate(
     import torch
     from transformers import LogitsProcessor, LogitsProcessorList
 
+    from rubriq.models.generation import ObserveToken, generate_with_options
     from rubriq.progress import progress as progress_bar
-    from rubriq.training.generation import ObserveToken, generate_with_options
 
     if samples < 1:
         raise ValueError("samples must be >= 1")

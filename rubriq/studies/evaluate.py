@@ -124,7 +124,7 @@ class Evaluator:
         import torch
 
         from rubriq.evaluation.sampling import generate, save_records, score
-        from rubriq.training.generation import install_prefix_generate
+        from rubriq.models.generation import install_prefix_generate
 
         install_prefix_generate(model, self.tokenizer, self.end_after_code_block)  # idempotent
         state, training = torch.random.get_rng_state(), model.training

@@ -72,7 +72,7 @@ def pilot(study, settings, warm, rows: list[dict]) -> dict:
     from rubriq.evaluation.sampling import generate
     from rubriq.evaluator.batch import BatchScorer
     from rubriq.evaluator.result import is_correct
-    from rubriq.training.generation import install_prefix_generate
+    from rubriq.models.generation import install_prefix_generate
 
     grpo = settings.grpo
     model = install_prefix_generate(warm.load(), warm.tokenizer, settings.end_after_code_block)

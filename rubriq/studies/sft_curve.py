@@ -168,7 +168,7 @@ class CurveEvaluator:
         import torch
 
         from rubriq.evaluation.sampling import generate, save_records, score
-        from rubriq.training.generation import install_prefix_generate
+        from rubriq.models.generation import install_prefix_generate
 
         install_prefix_generate(model, self.tokenizer, self.settings.end_after_code_block)
         rows_out = []
@@ -311,14 +311,11 @@ def run(config: str | Path, out: str | Path | None = None, progress=None) -> Pat
 
 def write_curve(folder: Path, curve: SftCurveSettings) -> Path:
     """``curve.md`` (a table per split, the goal's verdict) and ``curve.png`` from ``curve.jsonl``."""
-    from rubriq.tables import markdown_table
+    from rubriq.tables import fmt, markdown_table
 
     rows = _read_jsonl(folder / "curve.jsonl")
     if not rows:
         raise ConfigError(f"{folder / 'curve.jsonl'} has no evaluated point yet")
-
-    def fmt(x: Any) -> str:
-        return "-" if x is None else f"{x:.3f}" if isinstance(x, float) else str(x)
 
     lines = ["# SFT curve", ""]
     for split in curve.eval_splits:

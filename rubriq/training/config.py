@@ -163,10 +163,10 @@ class TrainSettings:
     """Fields of trl.GRPOConfig (learning_rate, num_generations, temperature, ...)."""
     shared_prompt_prefill: bool = True
     """GRPO without vLLM: pre-fill each prompt once for its N completions (same tokens, less
-    time; rubriq/training/generation.py)."""
+    time; rubriq/models/generation.py)."""
     end_after_code_block: bool = True
     """GRPO without vLLM: end each completion after its fenced code block (no tokens spent on
-    prose after the circuit; rubriq/training/generation.py)."""
+    prose after the circuit; rubriq/models/generation.py)."""
     skip_zero_variance_groups: bool = True
     """GRPO: leave groups whose rewards are all equal out of the loss (DAPO's dynamic sampling
     without resampling; logged as dynamic_sampling/skipped_groups)."""
@@ -177,7 +177,7 @@ class TrainSettings:
     sample_without_dropout: bool = False
     """GRPO without vLLM: sample completions with the adapter's dropout off (eval mode, as vLLM
     samples); the update keeps it. Applies with shared_prompt_prefill (the same wrapper of
-    generate; rubriq/training/generation.py)."""
+    generate; rubriq/models/generation.py)."""
     shared_prompt_update: bool = True
     """GRPO with cpu_logprobs: in the update, run each distinct prompt of a micro-batch through
     the decoder once and its N completions from its key/value cache, instead of N copies of
@@ -185,13 +185,13 @@ class TrainSettings:
     fast_sampling: bool = True
     """GRPO with shared_prompt_prefill: draw each token from the top-p nucleus found among the
     256 most likely tokens (Gumbel-max) instead of transformers' full sort and multinomial: the
-    same distribution, other random draws (rubriq/training/generation.py)."""
+    same distribution, other random draws (rubriq/models/generation.py)."""
     fast_decoding: bool = True
     """GRPO with shared_prompt_prefill: sample with RubriQ's decoding loop (the model's forward
     called step by step, keys and values written in place, no per-step work of transformers'
     generate) wherever it can do what generate would (plain temperature / top-k / top-p sampling
     or greedy decoding of a full-attention causal LM; generate otherwise). The same tokens when
-    greedy; the same distribution when sampling (rubriq/training/generation.py)."""
+    greedy; the same distribution when sampling (rubriq/models/generation.py)."""
     drop_finished_rows: bool = True
     """With fast_decoding: completions that ended leave the decoding batch, so the rest decode in
     a smaller batch (the random draws of the rows that stay differ from a full batch's)."""

@@ -27,8 +27,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rubriq.models.generation import install_prefix_generate
 from rubriq.training.callbacks import quiet_progress
-from rubriq.training.generation import install_prefix_generate
 from rubriq.training.rewards import RubricRewards
 
 
