@@ -27,7 +27,15 @@ PAPER_W = {"clifford": 0.20, "tcount": 0.15, "hardware": 0.15, "fidelity": 0.40,
     ids=lambda p: p.name,
 )  # rubric_default.yaml is a RubricConfig: tested in test_evaluator
 def test_every_shipped_config_loads(path):
-    if "train_config" in (yaml.safe_load(path.read_text()) or {}):  # a study (configs/studies/)
+    data = yaml.safe_load(path.read_text()) or {}
+    if "train_config" in data and "goal_reduction" in data:  # an SFT curve (rubriq study sft-curve)
+        from rubriq.studies.sft_curve import SftCurveSettings
+
+        curve = SftCurveSettings.from_yaml(path)
+        assert len(curve.eval_at) >= 4 and 0 < curve.goal_reduction < 1
+        TrainSettings.from_yaml(path.parent / curve.train_config)
+        return
+    if "train_config" in data:  # a study (configs/studies/)
         from rubriq.studies.convergence import StudySettings
 
         study = StudySettings.from_yaml(path)

@@ -229,7 +229,7 @@ def rewrite_outcomes(records: Sequence[RecordLike], eps: float = DEFAULT_EPS) ->
     and ``other_correct_rate`` (correct, neither: the input reordered, or T >= T0); ``samples``
     counts them (rates are None without any).
 
-    >>> spec = '{"algorithm": "circuit", "qasm": "OPENQASM 2.0;\nqreg q[1];\nt q[0];\nt q[0];\n"}'
+    >>> spec = '{"algorithm": "circuit", "qasm": "OPENQASM 2.0;\\nqreg q[1];\\nt q[0];\\nt q[0];\\n"}'
     >>> res = lambda f, t: {"parsed": True, "average_fidelity": f, "t_count": t}
     >>> recs = [{"target": spec, "t0": 2, "text": "qreg q[1];\nt q[0];\nt q[0];", "result": res(1.0, 2)},
     ...         {"target": spec, "t0": 2, "text": "qreg q[1];\ns q[0];", "result": res(1.0, 0)},
