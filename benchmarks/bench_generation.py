@@ -20,7 +20,7 @@ that other work on the machine hits each of them alike:
   completions ended after their code block, fast sampling (``install_prefix_generate`` with
   ``fast_decoding`` off);
 * ``RubriQ decode loop, all rows to the end``: ``fast_decoding`` on, ``drop_finished_rows`` off;
-* ``RubriQ decode loop``: both on (the GRPO default);
+* ``RubriQ decode loop``: both on (``fast_decoding`` is off by default: this benchmark measured it no faster);
 * ``..., eval mode``: the same with ``sample_without_dropout`` (no dropout while sampling);
 * ``..., eval mode, LoRA merged``: the same with the adapter merged into the weights while sampling
   (PEFT ``merge_adapter`` / ``unmerge_adapter``; a measurement, not an option of RubriQ).

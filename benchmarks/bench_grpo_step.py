@@ -24,7 +24,7 @@ Settings (same model, same prompts, same seed, same sampling):
   256 (``fast_sampling``, also the default since 2026-12-03; ``generation.SampleFromNucleus``);
 * ``..., decoding loop``: the same, sampled by RubriQ's decoding loop (``fast_decoding``) with the
   completions that ended dropped from its batch (``drop_finished_rows``; ``, all rows to the end``:
-  without); both the default since 2026-12-04 (benchmarks/bench_generation.py measures them alone).
+  without); off by default (measured no faster: benchmarks/results/generation.md).
 
 ``--settings NAME [NAME ...]`` runs only those (``before`` always runs first: the baseline).
 

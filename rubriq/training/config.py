@@ -186,8 +186,10 @@ class TrainSettings:
     """GRPO with shared_prompt_prefill: draw each token from the top-p nucleus found among the
     256 most likely tokens (Gumbel-max) instead of transformers' full sort and multinomial: the
     same distribution, other random draws (rubriq/models/generation.py)."""
-    fast_decoding: bool = True
-    """GRPO with shared_prompt_prefill: sample with RubriQ's decoding loop (the model's forward
+    fast_decoding: bool = False
+    """Off by default: measured no faster than transformers' generate with fast_sampling on 2
+    cores (benchmarks/results/generation.md, grpo_step.md). GRPO with shared_prompt_prefill:
+    sample with RubriQ's decoding loop (the model's forward
     called step by step, keys and values written in place, no per-step work of transformers'
     generate) wherever it can do what generate would (plain temperature / top-k / top-p sampling
     or greedy decoding of a full-attention causal LM; generate otherwise). The same tokens when

@@ -172,7 +172,7 @@ def _trainer_class():
             sample_without_dropout: bool = False,
             shared_prompt_update: bool = True,
             fast_sampling: bool = True,
-            fast_decoding: bool = True,
+            fast_decoding: bool = False,
             drop_finished_rows: bool = True,
             **kwargs,
         ):
@@ -315,7 +315,7 @@ def build_grpo_trainer(
     sample_without_dropout: bool = False,
     shared_prompt_update: bool = True,
     fast_sampling: bool = True,
-    fast_decoding: bool = True,
+    fast_decoding: bool = False,
     drop_finished_rows: bool = True,
 ):
     """A GRPO trainer on ``rows`` with the rubric rewards (or ``reward_funcs``, e.g. a sparse
