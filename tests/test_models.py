@@ -51,3 +51,28 @@ def test_unknown_model_is_a_clear_error(tmp_path):
 
     with pytest.raises(ModelUnavailable, match="cannot load model"):
         load_model(str(tmp_path / "nothing-here"))
+
+
+def test_full_fine_tuning_keeps_the_trained_weights_float32(tokenizer, caplog):
+    """auto casts frozen weights to bf16 where the CPU has bf16 units, but weights that are
+    trained stay float32: in bf16 an AdamW step of 1e-4 on a weight of 0.05 rounds away."""
+    import logging
+
+    import torch
+
+    from rubriq.models import to_policy_precision
+
+    weight = torch.tensor(0.05, dtype=torch.bfloat16)
+    assert weight - 1e-4 == weight  # the reason: half a bf16 ulp at 0.05 is 1.2e-4
+    assert torch.tensor(0.05) - 1e-4 != torch.tensor(0.05)
+
+    def dtype(model):
+        return {p.dtype for p in model.parameters()}
+
+    assert dtype(to_policy_precision(tiny_model(tokenizer), "auto", trained=True)) == {torch.float32}
+    assert dtype(to_policy_precision(tiny_model(tokenizer), "bfloat16")) == {torch.bfloat16}
+    assert dtype(to_policy_precision(tiny_model(tokenizer).bfloat16(), "float32", trained=True)) == {torch.float32}
+    with caplog.at_level(logging.WARNING, logger="rubriq.models"):
+        model = to_policy_precision(tiny_model(tokenizer), "bfloat16", trained=True)
+    assert dtype(model) == {torch.bfloat16}
+    assert any("full fine-tuning" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)

@@ -147,14 +147,32 @@ def policy_dtype(precision: str = "auto"):
     return torch.float32, "float32 (auto: the CPU has no AVX512-BF16 / AMX, bf16 would be emulated)"
 
 
-def to_policy_precision(model, precision: str = "auto"):
+def to_policy_precision(model, precision: str = "auto", trained: bool = False):
     """``model`` with its weights in the dtype :func:`policy_dtype` picks (logged once per call).
     Only floating-point weights are cast; trainable adapters added later by PEFT stay float32
-    (PEFT's ``autocast_adapter_dtype``), and so does the optimizer state."""
+    (PEFT's ``autocast_adapter_dtype``), and so does the optimizer state.
+
+    ``trained``: these weights are the ones trained (full fine-tuning, no adapter).  ``auto`` then
+    keeps them float32: in bfloat16 (8 bits of mantissa) an AdamW step of lr 1e-4 on a weight of
+    0.05 is under half a unit in the last place and rounds away.  An explicit ``bfloat16`` is
+    honoured, with a warning."""
     import logging
 
-    dtype, why = policy_dtype(precision)
-    logging.getLogger("rubriq.models").info("policy weights in %s", why)
+    import torch
+
+    logger = logging.getLogger("rubriq.models")
+    if trained and precision == "auto":
+        dtype, why = (
+            torch.float32,
+            "float32 (auto: full fine-tuning trains these weights; bf16 rounds small updates away)",
+        )
+    else:
+        dtype, why = policy_dtype(precision)
+        if trained and dtype != torch.float32:
+            logger.warning(
+                "full fine-tuning in %s: small optimizer updates round away (use model.precision auto or float32)", why
+            )
+    logger.info("policy weights in %s", why)
     return model.to(dtype) if next(model.parameters()).dtype != dtype else model
 
 

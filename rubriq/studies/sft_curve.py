@@ -276,7 +276,7 @@ def run(config: str | Path, out: str | Path | None = None, progress=None) -> Pat
     sft_model = folder / "sft" / "model"
     if not (sft_model / "config.json").is_file():
         tokenizer, model = load_base(settings)
-        model = to_policy_precision(model, settings.model.precision)
+        model = to_policy_precision(model, settings.model.precision, trained=not settings.sft.lora)
         done = {int(r["examples"]) for r in _read_jsonl(path)}
         resume = last_checkpoint(folder / "sft")
         if progress:

@@ -67,7 +67,9 @@ class ModelSettings:
     """Dtype of the policy's frozen weights in the SFT warm-start and in GRPO (generation and the
     policy's forward/backward); LoRA adapters and optimizer state stay float32 (the SFT adapter is
     merged into weights of this dtype).  auto: bfloat16 on a GPU with bf16 and on a CPU with bf16
-    units (AVX512-BF16 or AMX: about 2x faster there), float32 elsewhere; the choice is logged."""
+    units (AVX512-BF16 or AMX: about 2x faster there), float32 elsewhere; the choice is logged.
+    Weights that are themselves trained (``sft.lora`` or ``lora.enabled`` false: full fine-tuning)
+    stay float32 under auto: in bfloat16 small optimizer updates round away."""
 
 
 @dataclass(frozen=True)

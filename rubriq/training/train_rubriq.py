@@ -130,7 +130,7 @@ def warm_start(settings, tokenizer, model):
     from rubriq.training.config import EarlyStoppingSettings
     from rubriq.training.sft import run_sft
 
-    model = to_policy_precision(model, settings.model.precision)
+    model = to_policy_precision(model, settings.model.precision, trained=not settings.sft.lora)
     sft_dir = Path(settings.output_dir) / "sft"
     lora = sft_lora_kwargs(settings)
     model = run_sft(
@@ -208,7 +208,7 @@ def build(
     from rubriq.models import to_policy_precision
     from rubriq.training.grpo import build_grpo_trainer
 
-    model = to_policy_precision(model, settings.model.precision)
+    model = to_policy_precision(model, settings.model.precision, trained=not settings.lora.enabled)
     grpo = {"output_dir": str(output_dir), **settings.grpo}
     if max_steps is not None:
         grpo["max_steps"] = max_steps
