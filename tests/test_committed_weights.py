@@ -1,0 +1,79 @@
+"""The committed rewriting warm-start (results/studies/rewriting/warm_start): its files are the
+ones its SHA256SUMS names, RubriQ resolves its base to the embedded model and prompts it the way
+it was trained, and every LoRA tensor fits the module of SmolLM2-135M it adapts.
+
+The full load (`rubriq evaluate --model results/studies/rewriting/warm_start`) converts the
+embedded model first (45 s, 540 MB), so it is not run here; docs/studies.md says how the held-out
+numbers were reproduced with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("peft")
+
+from rubriq.evaluation.evaluate import prompt_style_of  # noqa: E402
+from rubriq.models import EMBEDDED, adapter_base, embedded_gguf  # noqa: E402
+
+WARM_START = Path(__file__).resolve().parents[1] / "results" / "studies" / "rewriting" / "warm_start"
+
+
+def _sums() -> dict[str, str]:
+    lines = (WARM_START / "SHA256SUMS").read_text(encoding="utf-8").splitlines()
+    sums = {}
+    for line in lines:
+        match = re.fullmatch(r"([0-9a-f]{64})  (\S+)", line)
+        assert match, f"not a sha256sum line: {line!r}"
+        sums[match.group(2)] = match.group(1)
+    return sums
+
+
+def test_the_warm_start_is_what_its_hashes_say():
+    sums = _sums()
+    files = {p.name for p in WARM_START.iterdir() if p.name != "SHA256SUMS"}
+    assert set(sums) == files, "SHA256SUMS must list every file of the folder, and only those"
+    assert {"adapter_config.json", "adapter_model.safetensors", "rubriq_policy.json"} <= files
+    for name, digest in sums.items():
+        assert hashlib.sha256((WARM_START / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_the_warm_start_loads_onto_the_embedded_model_with_minimal_prompts():
+    assert adapter_base(WARM_START) == EMBEDDED
+    assert prompt_style_of(str(WARM_START)) == "minimal"
+    info = json.loads((WARM_START / "rubriq_policy.json").read_text(encoding="utf-8"))
+    assert info["base_model"] == EMBEDDED
+
+
+def test_every_lora_tensor_fits_the_module_it_adapts():
+    """Shapes from the embedded GGUF's own config (a model on the meta device: no weights)."""
+    import torch
+    from safetensors import safe_open
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    gguf = embedded_gguf()
+    config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    modules = dict(model.named_modules())
+    adapter = json.loads((WARM_START / "adapter_config.json").read_text(encoding="utf-8"))
+    rank = adapter["r"]
+    seen = set()
+    with safe_open(str(WARM_START / "adapter_model.safetensors"), framework="pt") as fh:
+        keys = list(fh.keys())
+        assert keys
+        for key in keys:
+            match = re.fullmatch(r"base_model\.model\.(.+)\.lora_([AB])\.weight", key)
+            assert match, key
+            module = modules[match.group(1)]
+            shape = tuple(fh.get_slice(key).get_shape())
+            expected = (rank, module.in_features) if match.group(2) == "A" else (module.out_features, rank)
+            assert shape == expected, key
+            seen.add(match.group(1).rsplit(".", 1)[1])
+    assert seen == set(adapter["target_modules"])
+    assert len(keys) == 2 * config.num_hidden_layers * len(seen)
