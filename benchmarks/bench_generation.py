@@ -83,8 +83,8 @@ def load(args):
     import torch
     from peft import LoraConfig, get_peft_model
 
+    from rubriq.models import load_model, load_tokenizer, to_policy_precision
     from rubriq.training.config import TrainSettings
-    from rubriq.training.models import load_model, load_tokenizer, to_policy_precision
     from rubriq.training.train_rubriq import lora_kwargs
 
     tokenizer = load_tokenizer()

@@ -58,7 +58,7 @@ def measure(
 
 def main() -> None:
     from rubriq.data.prompts import load_split
-    from rubriq.training.models import load_model, load_tokenizer
+    from rubriq.models import load_model, load_tokenizer
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="model folder (e.g. a study's sft/model)")

@@ -96,9 +96,9 @@ def _rows(data: str | None) -> list[dict]:
 
 
 def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) -> dict:
+    from rubriq.models import load_model, load_tokenizer, to_policy_precision
     from rubriq.training.config import TrainSettings
     from rubriq.training.grpo import build_grpo_trainer
-    from rubriq.training.models import load_model, load_tokenizer, to_policy_precision
     from rubriq.training.rewards import RubricRewards
     from rubriq.training.train_rubriq import lora_kwargs
 
@@ -175,7 +175,7 @@ def logprob_difference(model_path: str, rows: list[dict], n: int = 8) -> dict:
     import torch
 
     from rubriq.evaluation.sampling import generate
-    from rubriq.training.models import load_model, load_tokenizer
+    from rubriq.models import load_model, load_tokenizer
 
     tokenizer = load_tokenizer()
     fp32 = load_model(model_path, dtype=torch.float32)  # (without a dtype the checkpoint's own, bf16, is kept)
@@ -213,7 +213,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "grpo_step.md"), help="the table's file")
     args = parser.parse_args()
-    from rubriq.training.models import cpu_bf16_units
+    from rubriq.models import cpu_bf16_units
 
     names = ["before", *(n for n in (args.settings or SETTINGS) if n != "before")]
     if args.threads:

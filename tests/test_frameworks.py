@@ -80,7 +80,7 @@ def tokenizer(tmp_path_factory):
     """The embedded SmolLM2 tokenizer, saved where verl's config can name it
     (``actor_rollout_ref.model.path``); every case survives its encode/decode round trip, so
     the text verl and OpenRLHF decode is the text scored by the reference."""
-    from rubriq.training.models import load_tokenizer
+    from rubriq.models import load_tokenizer
 
     tok = load_tokenizer("embedded")
     folder = tmp_path_factory.mktemp("tokenizer")

@@ -227,9 +227,9 @@ def test_grpo_samples_through_the_decoding_loop_when_asked_and_not_by_default(tm
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
     import rubriq.models.generation as generation
     from rubriq.data.prompts import PromptSpec, synthesis_rows
+    from rubriq.models import load_tokenizer, tiny_model
     from rubriq.training.config import TrainSettings
     from rubriq.training.grpo import build_grpo_trainer
-    from rubriq.training.models import load_tokenizer, tiny_model
 
     rows = synthesis_rows(
         PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(), formats=("qasm2",))
@@ -274,7 +274,7 @@ def test_evaluation_sampler_fast_decoding_gives_the_same_greedy_completions(tmp_
     import rubriq.models.generation as generation
     from rubriq.data.prompts import PromptSpec, synthesis_rows
     from rubriq.evaluation.sampling import generate
-    from rubriq.training.models import load_tokenizer, tiny_model
+    from rubriq.models import load_tokenizer, tiny_model
 
     rows = synthesis_rows(
         PromptSpec(qft_sizes=(2, 3), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(), formats=("qasm2",))

@@ -189,8 +189,8 @@ def test_trl_grpo_step_logs_the_remote_rewards_as_trl_names_them(server, tmp_pat
     seconds spent waiting for the server as timing/reward_s."""
     from rubriq.data.prompts import PromptSpec, synthesis_rows
     from rubriq.integrations.trl import RemoteRubricRewards
+    from rubriq.models import load_tokenizer, tiny_model
     from rubriq.training.grpo import build_grpo_trainer
-    from rubriq.training.models import load_tokenizer, tiny_model
     from tests.tiny import CPU
 
     rows = synthesis_rows(

@@ -2,6 +2,7 @@
 resumability, and the aggregation against hand-computed numbers."""
 
 import csv
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -570,7 +571,7 @@ HARD_TIER = {
 
 def _prebuilt_warm_start(folder):
     """A tiny random model saved as a Hugging Face folder (config.json, weights, tokenizer)."""
-    from rubriq.training.models import load_tokenizer, tiny_model
+    from rubriq.models import load_tokenizer, tiny_model
 
     tokenizer = load_tokenizer()
     tiny_model(tokenizer, seed=3).save_pretrained(folder)
@@ -867,3 +868,37 @@ def test_bad_study_v2_settings_are_clear_errors_before_anything_trains(tmp_path)
     assert result.exit_code == 2 and "not both" in result.output
     result = run(primary_tier="hard")
     assert result.exit_code == 2 and "primary_tier" in result.output
+
+
+def test_the_rewriting_study_config_is_its_preregistration(tmp_path):
+    """configs/studies/rewriting_cpu.yaml is the design docs/studies.md pre-registered: five arms
+    from one warm-start, >= 3 seeds, >= 100 steps, >= 4 evaluated steps of 8 samples, the harder
+    tier, gap_closed as primary; and its `rubric_relative` arm is the paper's rubric with only the T
+    dimension relative, which pays a copy of a rewrite input no T credit (the absolute arm does)."""
+    from rubriq.evaluator import RubriQEvaluator
+    from rubriq.studies.arms import arm_training_settings
+    from rubriq.studies.settings import StudySettings
+    from rubriq.training.config import TrainSettings
+
+    root = Path(__file__).resolve().parents[1] / "configs" / "studies"
+    study = StudySettings.from_yaml(root / "rewriting_cpu.yaml")
+    rewards = {name: arm.reward for name, arm in study.arms.items()}
+    assert rewards == {
+        "rubric": "rubric",
+        "rubric_relative": "rubric",
+        "sparse": "sparse_inverse_t",
+        "binary": "sparse_correct",
+        "none": "none",
+    }
+    assert len(study.seeds) >= 3 and study.steps >= 100 and len(study.eval_at) >= 4 and study.samples >= 8
+    assert study.primary_metric == "gap_closed" and study.primary_tier == "test"
+    assert study.eval_tiers["hard"].split == "hard" and study.train_eval_prompts > 0
+    settings = TrainSettings.from_yaml(root / study.train_config)
+    assert "hard" in settings.data.build["extra_splits"]
+    built = {n: arm_training_settings(settings, a, 0, study.steps, tmp_path / n) for n, a in study.arms.items()}
+    paper, relative = built["rubric"].rubric, built["rubric_relative"].rubric
+    assert paper.tcount.mode == "absolute" and relative.tcount.mode == "relative"
+    assert dataclasses.replace(relative, tcount=paper.tcount) == paper  # nothing else differs
+    qasm = 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nh q[0];\nt q[0];\ncx q[0],q[1];\nt q[0];\ntdg q[0];\n'
+    copy = [RubriQEvaluator(target_algorithm="circuit", qasm=qasm, config=c).evaluate(qasm) for c in (paper, relative)]
+    assert copy[0].scores["tcount"] == pytest.approx(math.exp(-0.05 * 3)) and copy[1].scores["tcount"] == 0.0

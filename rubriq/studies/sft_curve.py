@@ -252,10 +252,10 @@ def curve_callback(evaluate: CurveEvaluator, points: list[int], done: set[int], 
 def run(config: str | Path, out: str | Path | None = None, progress=None) -> Path:
     """Train the warm-start with its curve (resumable) and write the curve's table and plot;
     returns ``OUT/curve.md``."""
+    from rubriq.models import EMBEDDED, load_tokenizer, prepare_embedded, to_policy_precision
     from rubriq.studies.convergence import warm_start_fingerprint
     from rubriq.training.callbacks import trainer_callbacks
     from rubriq.training.config import EarlyStoppingSettings
-    from rubriq.training.models import EMBEDDED, load_tokenizer, prepare_embedded, to_policy_precision
     from rubriq.training.sft import run_sft
     from rubriq.training.train_rubriq import last_checkpoint, load_base, load_rows, sft_lora_kwargs
 

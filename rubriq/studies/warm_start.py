@@ -32,7 +32,7 @@ class WarmStart:
 
     def load(self):
         """A fresh copy of the warm-start in the policy's precision."""
-        from rubriq.training.models import load_model, to_policy_precision
+        from rubriq.models import load_model, to_policy_precision
 
         return to_policy_precision(load_model(str(self.model_dir)), self.precision)
 
@@ -41,7 +41,7 @@ def prepare_warm_start(study, data, out: Path) -> WarmStart:
     """The pre-built ``warm_start_model`` (checked, used where it is), else the warm-start trained
     into ``OUT/sft/model`` unless it is there (with ``sft.enabled`` false: the base model, saved
     as it is); its fingerprint is recorded either way."""
-    from rubriq.training.models import EMBEDDED, load_tokenizer, prepare_embedded
+    from rubriq.models import EMBEDDED, load_tokenizer, prepare_embedded
     from rubriq.training.train_rubriq import load_base
     from rubriq.training.train_rubriq import warm_start as train_sft
 
