@@ -68,6 +68,7 @@ def build_app(
                 "prompt": prompt_hash(body["messages"]),
                 "seed": body.get("seed"),
                 "n": body.get("n", 1),
+                "top_p": body.get("top_p"),
                 "choices": len(response["choices"]),
                 "usage": response["usage"],
                 "texts": [c["message"]["content"] for c in response["choices"]],

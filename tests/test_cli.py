@@ -339,6 +339,8 @@ BAD = [
     (["evaluate", "--model", "tiny", "--dataset", "DATA", "--samples", "4"], "--samples"),
     (["evaluate", "--model", "tiny", "--dataset", "DATA", "--samples", "-1"], "--samples"),
     (["evaluate", "--model", "tiny", "--dataset", "DATA", "--temperature", "-1"], "--temperature"),
+    (["evaluate", "--model", "tiny", "--dataset", "DATA", "--temperature", "0.8", "--top-p", "0"], "--top-p"),
+    (["evaluate", "--model", "tiny", "--dataset", "DATA", "--temperature", "0.8", "--top-p", "1.5"], "--top-p"),
     (["evaluate", "--model", "tiny", "--dataset", "DATA", "--baselines", "magic"], "--baselines"),
     (["evaluate", "--model", "tiny", "--dataset", "DATA", "--split", "nope"], "--split"),
     (["evaluate", "--model", "tiny", "--dataset", "NOWHERE"], "--dataset"),

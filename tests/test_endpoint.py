@@ -90,6 +90,19 @@ def isolated(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
+def test_evaluate_samples_with_the_top_p_it_is_given(dataset, tmp_path, capsys):
+    """--top-p reaches the request (a study that sampled at top_p 1 is reproduced at top_p 1) and
+    the summary records it."""
+    folder, rows, answers = dataset
+    log = tmp_path / "server.jsonl"
+    with ServerThread(build_app(answers, log)) as server:
+        code, out, err = run_cli(evaluate_args(server.url, folder, tmp_path / "eval", "--top-p", "1"), capsys)
+        assert code == 0, err
+    answered = read_log(log, "answered")
+    assert len(answered) == len(rows) and {a["top_p"] for a in answered} == {1.0}
+    assert json.loads((tmp_path / "eval" / "summary.json").read_text())["request"]["top_p"] == 1.0
+
+
 def test_evaluate_over_the_server_matches_what_the_server_sent(dataset, tmp_path, capsys):
     folder, rows, answers = dataset
     log = tmp_path / "server.jsonl"
@@ -99,6 +112,7 @@ def test_evaluate_over_the_server_matches_what_the_server_sent(dataset, tmp_path
         answered = read_log(log, "answered")
         # n honoured: one request per prompt, each with both samples
         assert len(answered) == len(rows) and all(a["n"] == 2 and a["choices"] == 2 for a in answered)
+        assert {a["top_p"] for a in answered} == {0.95}  # evaluate's default nucleus
         summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
         # a rerun requests nothing: every completion comes from the cache
         code, out2, err = run_cli(evaluate_args(server.url, folder, tmp_path / "eval"), capsys)

@@ -35,6 +35,9 @@ def evaluate(
     split: str = typer.Option("test", metavar="NAME", help="Dataset split (train, validation, test)."),
     samples: int = typer.Option(1, "--samples", "-n", metavar="K", help="Completions per prompt (the k of pass@k)."),
     temperature: float = typer.Option(0.0, metavar="T", help="0: greedy (then --samples must be 1)."),
+    top_p: float = typer.Option(
+        0.95, "--top-p", metavar="P", help="Nucleus sampling with temperature > 0 (1: the whole distribution)."
+    ),
     max_new_tokens: int = typer.Option(512, metavar="N", help="Tokens per completion."),
     max_prompts: int = typer.Option(0, metavar="N", help="Evaluate at most N prompts (0: all)."),
     eps: float = typer.Option(0.01, metavar="EPS", help="Correct: F_avg >= 1 - EPS."),
@@ -57,6 +60,7 @@ def evaluate(
     from rubriq.tables import fmt
 
     check_sampling(samples, temperature, max_new_tokens, "--samples")
+    check(0 < top_p <= 1, "--top-p", f"must be in (0, 1], got {top_p}")
     check(max_prompts >= 0, "--max-prompts", f"must be >= 0 (0: all), got {max_prompts}")
     check(0 < eps < 1, "--eps", f"must be in (0, 1), got {eps}")
     methods = tuple(m.strip() for m in baselines.split(",") if m.strip())
@@ -81,6 +85,7 @@ def evaluate(
         split=split,
         samples=samples,
         temperature=temperature,
+        top_p=top_p,
         max_new_tokens=max_new_tokens,
         max_prompts=max_prompts,
         eps=eps,
