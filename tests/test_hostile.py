@@ -420,7 +420,11 @@ def _stray_processes(zygotes: set[int]) -> list[str]:
     stray = []
     for pid in zygotes:
         try:
-            stray += [f"{c.pid}:{c.name()}" for c in psutil.Process(pid).children(recursive=True) if c.pid not in idle]
+            stray += [
+                f"{c.pid}:{c.name()}:{c.status()}"
+                for c in psutil.Process(pid).children(recursive=True)
+                if c.pid not in idle
+            ]
         except psutil.NoSuchProcess:
             pass
     for p in psutil.process_iter(["uids", "name"]):
