@@ -57,7 +57,7 @@ def prepare_warm_start(study, data, out: Path) -> WarmStart:
     if trained:
         tokenizer, model = load_base(settings)
         if settings.sft.enabled:
-            log.info("SFT warm-start on %d training prompts", len(data.train_rows))
+            log.info("SFT warm-start on split %r", settings.sft.split or settings.data.split)
             train_sft(settings, tokenizer, model)
         else:
             model.save_pretrained(model_dir)
