@@ -90,19 +90,6 @@ def isolated(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
-def test_evaluate_samples_with_the_top_p_it_is_given(dataset, tmp_path, capsys):
-    """--top-p reaches the request (a study that sampled at top_p 1 is reproduced at top_p 1) and
-    the summary records it."""
-    folder, rows, answers = dataset
-    log = tmp_path / "server.jsonl"
-    with ServerThread(build_app(answers, log)) as server:
-        code, out, err = run_cli(evaluate_args(server.url, folder, tmp_path / "eval", "--top-p", "1"), capsys)
-        assert code == 0, err
-    answered = read_log(log, "answered")
-    assert len(answered) == len(rows) and {a["top_p"] for a in answered} == {1.0}
-    assert json.loads((tmp_path / "eval" / "summary.json").read_text())["request"]["top_p"] == 1.0
-
-
 def test_evaluate_over_the_server_matches_what_the_server_sent(dataset, tmp_path, capsys):
     folder, rows, answers = dataset
     log = tmp_path / "server.jsonl"
@@ -118,6 +105,13 @@ def test_evaluate_over_the_server_matches_what_the_server_sent(dataset, tmp_path
         code, out2, err = run_cli(evaluate_args(server.url, folder, tmp_path / "eval"), capsys)
         assert code == 0, err
         assert len(read_log(log, "received")) == len(rows)
+        # --top-p reaches the request (a study sampled at top_p 1 is reproduced at top_p 1), and
+        # the summary records it
+        code, _, err = run_cli(evaluate_args(server.url, folder, tmp_path / "eval-p1", "--top-p", "1"), capsys)
+        assert code == 0, err
+        nucleus = read_log(log, "answered")[len(answered) :]
+        assert len(nucleus) == len(rows) and {a["top_p"] for a in nucleus} == {1.0}
+        assert json.loads((tmp_path / "eval-p1" / "summary.json").read_text())["request"]["top_p"] == 1.0
     from rubriq.evaluation.sampling import load_records
 
     records = load_records(tmp_path / "eval" / "records.jsonl")
