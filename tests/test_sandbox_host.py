@@ -559,6 +559,9 @@ code = bytes.fromhex("b8380000000f054885c07401c3" "488d3d0b00000031f6b8230000000
 code += (1000).to_bytes(8, "little") + bytes(8)
 page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
 page.write(code)
+# The threads run this page: keep it mapped until the job ends (when the job's namespace was freed
+# the page went with it, and a thread scheduled late, under load, jumped into nothing: a crash)
+ctypes.keep = page
 fn = ctypes.CFUNCTYPE(ctypes.c_long, ctypes.c_ulong, ctypes.c_ulong)(ctypes.addressof(ctypes.c_char.from_buffer(page)))
 THREAD = 0x100 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x40000  # VM FS FILES SIGHAND THREAD SYSVSEM
 process = fn(17, 0)  # SIGCHLD only: a new process
