@@ -42,6 +42,18 @@ def replica_pids(server: Server, tries: int = 40) -> set[int]:
     return pids
 
 
+def running_a_job(pid: int) -> bool:
+    """Whether the process ``pid`` has a sandbox supervisor running a job among its descendants."""
+    import psutil
+
+    from rubriq.extract.sandbox.zygote import JOB_NAME
+
+    try:
+        return any(c.name() == JOB_NAME.decode() for c in psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return False
+
+
 def test_two_replicas_answer_and_equal_in_process_scoring(ray_server):
     assert len(replica_pids(ray_server)) == 2
     response = httpx.post(
@@ -57,14 +69,19 @@ def test_killing_a_replica_mid_load_loses_no_item(ray_server):
 
     victim = min(replica_pids(ray_server))
     client = RubriQClient(ray_server.url, retries=30, backoff=0.25, max_backoff=2.0, max_items=2, parallel=4)
-    # slow enough that the replicas are still working 1 s in (8 items of ~0.9 s on 2 replicas; at 4e6 a free machine had
-    # finished every item before the kill: no retry to see)
+    # 8 items of ~0.9 s each on 2 replicas: the victim is still working when it is killed
     texts = [slow_item(12_000_000, f"ray {i}") for i in range(8)] + [c for _, c, _ in MIXED]
     specs = [QFT2] * 8 + [t for _, _, t in MIXED]
     out: dict = {}
     thread = threading.Thread(target=lambda: out.setdefault("results", client.score(texts, specs)))
     thread.start()
-    time.sleep(1.0)
+    # Kill the victim while it runs a completion (a request in flight, so the client must retry),
+    # not after a fixed sleep: on a busy machine the replicas had not started (or on a free one,
+    # had finished) their items at 1 s, and no retry was seen.
+    deadline = time.monotonic() + 120
+    while not running_a_job(victim) and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert running_a_job(victim), "the victim replica never ran an item"
     os.kill(victim, signal.SIGKILL)
     thread.join(timeout=300)
     assert not thread.is_alive()

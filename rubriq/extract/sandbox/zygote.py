@@ -97,7 +97,9 @@ TEMPLATE_REPLY_S = 10.0
 SPARES = 2
 """Supervisors the template keeps forked and unshared ahead of time (a job takes one at once)."""
 SPARE_NAME = b"rubriq-spare"
-"""Process name of a supervisor that has no job yet (``rubriq-job`` once it has one)."""
+"""Process name of a supervisor that has no job yet (:data:`JOB_NAME` once it has one)."""
+JOB_NAME = b"rubriq-job"
+"""Process name of a supervisor running a job: what ``ps`` shows of a completion being run."""
 
 
 # -- bounded JSON and framing ------------------------------------------------------------------
@@ -336,7 +338,7 @@ def _supervisor(ctx: _Context, control_r: int, status_w: int, result_w: int) -> 
     _line(status_w, {"stage": "unshared"})  # a spare: Z reads this once it takes S for a job
     if os.read(control_r, 1) != b"m":
         os._exit(EXIT_SETUP)  # the zygote could not write the uid map and says so itself
-    layers.set_name(b"rubriq-job")
+    layers.set_name(JOB_NAME)
     try:
         layers.enter_minimal_root(ctx.root_plan, parts)
         # Taking the mapped uid changed S's euid (as root), which clears PR_SET_PDEATHSIG: arm it
