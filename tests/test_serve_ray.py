@@ -43,13 +43,20 @@ def replica_pids(server: Server, tries: int = 40) -> set[int]:
 
 
 def running_a_job(pid: int) -> bool:
-    """Whether the process ``pid`` has a sandbox supervisor running a job among its descendants."""
+    """Whether the process ``pid`` has a sandbox supervisor running a job among its descendants (a
+    finished job's supervisor not yet reaped, a zombie, does not count)."""
     import psutil
 
     from rubriq.extract.sandbox.zygote import JOB_NAME
 
+    def running(child: psutil.Process) -> bool:
+        try:
+            return child.name() == JOB_NAME.decode() and child.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
     try:
-        return any(c.name() == JOB_NAME.decode() for c in psutil.Process(pid).children(recursive=True))
+        return any(running(c) for c in psutil.Process(pid).children(recursive=True))
     except psutil.Error:
         return False
 
