@@ -19,7 +19,7 @@ One module per command group (``rubriq <group> -h`` lists a group's commands):
 option checks several commands share), ``scoring`` (``score``, ``targets``), ``data``
 (``data build|fetch``), ``baselines``, ``doctor``, ``train`` (``train run|variants``),
 ``study`` (``study convergence``), ``hardware`` (``hardware run|backends``), ``evaluate``
-(``evaluate``, ``report``), ``synthesize``, ``webapp`` (``quickstart``, ``app``), ``serve`` (the scoring server).  A new
+(``evaluate``, ``report``), ``synthesize``, ``optimize``, ``webapp`` (``quickstart``, ``app``), ``serve`` (the scoring server).  A new
 command goes in the module of its group, or in a new module imported below: importing a
 module registers its commands, and the import order is the order of ``rubriq -h``.
 """
@@ -39,6 +39,7 @@ from rubriq.cli import study  # noqa: F401
 from rubriq.cli import hardware  # noqa: F401
 from rubriq.cli import evaluate  # noqa: F401  (evaluate, report)
 from rubriq.cli import synthesize  # noqa: F401
+from rubriq.cli import optimize  # noqa: F401
 from rubriq.cli import webapp  # noqa: F401  (quickstart, app)
 from rubriq.cli import serve  # noqa: F401  (serve: the scoring server)
 # isort: on
