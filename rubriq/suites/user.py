@@ -108,6 +108,11 @@ def load_circuit_text(text: str, name: str = "stdin", allow_python: bool = True)
         if not allow_python:
             raise CircuitFileError(f"{name} is Qiskit Python; only OpenQASM 2/3 files are read here")
         circuit, kind = _run_python(text, name), "python"
+    elif not re.search(r"\b(qreg|qubit)\b", text):
+        raise CircuitFileError(
+            f"{name}: not a loadable OpenQASM 2/3 program (no qreg or qubit declaration) nor Qiskit Python "
+            "(no QuantumCircuit(...))"
+        )
     else:
         declared = [int(n) for n in re.findall(r"\b(?:qreg\s+\w+|qubit)\s*\[\s*(\d{1,12})\s*\]", text)]
         if sum(declared) > MAX_QUBITS:
