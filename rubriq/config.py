@@ -244,10 +244,12 @@ class RubricConfig:
     """Everything the rubric needs; ``configs/rubric_default.yaml`` spells out the defaults."""
 
     weights: RubricWeights = field(default_factory=RubricWeights)
-    fidelity_gating: Literal["none", "multiplicative"] = "none"
+    fidelity_gating: Literal["none", "multiplicative", "correct"] = "none"
     """"none": the paper's R = sum_d w_d S_d.  "multiplicative": R = w_F S_F + S_F * sum_{d != F}
     w_d S_d, so that a circuit that does nothing (S_C = S_T = S_E = 1) cannot collect the
-    non-fidelity weight (0.6 by default) without implementing the target."""
+    non-fidelity weight (0.6 by default) without implementing the target.  "correct": R = w_F S_F
+    + [F_avg >= fidelity.correct_threshold] * sum_{d != F} w_d S_d: the other four terms count
+    only for a correct circuit, so deleting T gates and breaking the circuit earns no T credit."""
     complexity: ComplexityAwareConfig = field(default_factory=ComplexityAwareConfig)
     tcount: TCountConfig = field(default_factory=TCountConfig)
     hardware: HardwareConfig = field(default_factory=HardwareConfig)

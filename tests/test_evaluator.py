@@ -190,6 +190,47 @@ def test_empty_circuit_reward_and_fidelity_gating():
     assert gated.reward == pytest.approx(0.4 / 8 + (1 / 8) * 0.6)
 
 
+REWRITE_INPUT = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[1]; h q[0]; t q[0]; t q[0]; h q[0];'
+
+
+@pytest.mark.parametrize("mode", ["absolute", "relative"])
+def test_correctness_gate_pays_no_t_credit_for_a_broken_deletion(mode):
+    """``fidelity_gating: correct``: R = w_F S_F + [F_avg >= 0.99] sum_{d != F} w_d S_d.
+
+    The input H T T H (T0 = 2, T_best 0: T T = S). Deleting both T gates gives H H = I, which is
+    wrong: F_process = |Tr((H S H)^+ I)|^2 / 4 = |Tr S|^2 / 4 = |1 + i|^2 / 4 = 1/2, F_avg =
+    (2 * 1/2 + 1) / 3 = 2/3. Under the gate it is paid w_F S_F = 0.4 * 0.5 = 0.2 and nothing else,
+    although its S_T is the best possible (T = 0); ungated it collects every other term too. The
+    correct reduction H S H is paid exactly what the ungated rubric pays it."""
+    from rubriq.config import RubricConfig
+
+    spec = {"target_algorithm": "circuit", "qasm": REWRITE_INPUT, "t_best": 0}
+    base = {"tcount": {"mode": mode}}
+    ungated = RubriQEvaluator(**spec, config=RubricConfig.from_dict(base))
+    gated = RubriQEvaluator(**spec, config=RubricConfig.from_dict({**base, "fidelity_gating": "correct"}))
+    broken = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[1]; h q[0]; h q[0];'
+    reduced = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[1]; h q[0]; s q[0]; h q[0];'
+    b, b0 = gated.evaluate(broken), ungated.evaluate(broken)
+    assert b.t_count == 0 and b.scores["tcount"] == pytest.approx(1.0)  # the full T score ...
+    assert b.process_fidelity == pytest.approx(0.5) and b.average_fidelity == pytest.approx(2 / 3)
+    assert b.reward == pytest.approx(0.4 * 0.5, abs=1e-12)  # ... and none of it paid
+    others = 0.2 * b0.scores["clifford"] + 0.15 * 1.0 + 0.15 * b0.scores["hardware"] + 0.1 * b0.scores["efficiency"]
+    assert b0.reward == pytest.approx(0.2 + others, abs=1e-12) and b0.reward > 0.2 + 0.15
+    r, r0 = gated.evaluate(reduced), ungated.evaluate(reduced)
+    assert r.average_fidelity == pytest.approx(1.0) and r.t_count == 0
+    assert r.reward == pytest.approx(r0.reward, abs=1e-12)
+    if mode == "relative":  # S_T = (T0 - T) / (T0 - T_best) = 1 for the reduction, 0 for a copy
+        copy = gated.evaluate(REWRITE_INPUT)
+        assert r.scores["tcount"] == 1.0 and copy.scores["tcount"] == 0.0
+        assert copy.reward == pytest.approx(ungated.evaluate(REWRITE_INPUT).reward, abs=1e-12)  # correct: all paid
+    # a correct circuit just at the threshold is paid; the gate reads fidelity.correct_threshold
+    strict = RubriQEvaluator(
+        **spec,
+        config=RubricConfig.from_dict({**base, "fidelity_gating": "correct", "fidelity": {"correct_threshold": 0.6}}),
+    )
+    assert strict.evaluate(broken).reward == pytest.approx(b0.reward, abs=1e-12)  # F_avg 2/3 >= 0.6: all paid
+
+
 def test_reading_a_score_table_is_what_the_rubric_computes():
     """docs/rubric.md 'Reading a score': every number of its table, recomputed (rerun: this test)."""
     import re

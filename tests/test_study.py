@@ -902,3 +902,186 @@ def test_the_rewriting_study_config_is_its_preregistration(tmp_path):
     qasm = 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nh q[0];\nt q[0];\ncx q[0],q[1];\nt q[0];\ntdg q[0];\n'
     copy = [RubriQEvaluator(target_algorithm="circuit", qasm=qasm, config=c).evaluate(qasm) for c in (paper, relative)]
     assert copy[0].scores["tcount"] == pytest.approx(math.exp(-0.05 * 3)) and copy[1].scores["tcount"] == 0.0
+
+
+# -- the rewriting study's machinery: an adapter warm-start, units kept and restored, group logs ----
+def _tiny_adapter(folder):
+    """A LoRA adapter on a tiny random model saved beside it (base given relative to the adapter,
+    as RubriQ writes it), with non-zero B so that merging changes the weights."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from rubriq.models import load_tokenizer, tiny_model
+
+    tokenizer = load_tokenizer()
+    base = folder.parent / "base"
+    tiny_model(tokenizer, seed=3).save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    model = get_peft_model(
+        tiny_model(tokenizer, seed=3), LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"])
+    )
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.fill_(0.01)
+    model.save_pretrained(folder)
+    config = json.loads((folder / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = "../base"
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def units_run(tmp_path_factory):
+    """Two arms x 1 seed x 2 steps from a LoRA adapter warm-start, the same evaluation seed at
+    every step, a tier evaluated at the last step only, its units kept in a results folder."""
+    import os
+
+    os.environ.setdefault("RUBRIQ_CACHE", str(tmp_path_factory.mktemp("cache")))
+    tmp = tmp_path_factory.mktemp("units")
+    _tiny_adapter(tmp / "models" / "adapter")
+    train = {
+        "model": {"name_or_path": "embedded", "tiny": True},
+        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+        "data": {"build": LEARNING},
+        "sft": {"enabled": False},
+        "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6, **CPU},
+    }
+    (tmp / "train.yaml").write_text(yaml.safe_dump(train))
+    study = {
+        "train_config": "train.yaml",
+        "output_dir": str(tmp / "out"),
+        "results_dir": str(tmp / "kept"),
+        "warm_start_model": "models/adapter",
+        "arms": {
+            "rubric_relative_correct": {
+                "reward": "rubric",
+                "rubric": {"tcount": {"mode": "relative"}, "fidelity_gating": "correct"},
+            },
+            "binary": {"reward": "sparse_correct"},
+        },
+        "seeds": [0],
+        "steps": 2,
+        "eval_at": [1],
+        "samples": 2,
+        "batch_size": 8,
+        "same_eval_seed": True,
+        "eval_tiers": {"hard": {"build": HARD_TIER, "steps": [2]}},
+    }
+    (tmp / "study.yaml").write_text(yaml.safe_dump(study))
+    result = CliRunner().invoke(app_cli(), ["study", "convergence", str(tmp / "study.yaml")])
+    assert result.exit_code == 0, result.output
+    return tmp
+
+
+def app_cli():
+    from rubriq.cli import app
+
+    return app
+
+
+def test_an_adapter_warm_start_is_merged_once_and_fingerprinted(units_run):
+    """The adapter's weights merged into its base (PEFT's merge_and_unload) are the warm-start:
+    recomputed here by hand, W + (alpha / r) B A for each adapted matrix."""
+    import torch
+    from safetensors.torch import load_file
+
+    out = units_run / "out"
+    merged = load_file(str(out / "sft" / "model" / "model.safetensors"))
+    base = load_file(str(units_run / "models" / "base" / "model.safetensors"))
+    adapter = load_file(str(units_run / "models" / "adapter" / "adapter_model.safetensors"))
+    changed = 0
+    for key, w in base.items():
+        stem = key.removesuffix(".weight")
+        a = next((v for k, v in adapter.items() if k.endswith(f"{stem}.lora_A.weight")), None)
+        expected = (
+            w if a is None else w + 2.0 * adapter[next(k for k in adapter if k.endswith(f"{stem}.lora_B.weight"))] @ a
+        )
+        changed += a is not None
+        assert torch.allclose(merged[key], expected, atol=1e-6), key
+    assert changed == 4  # q_proj and v_proj of 2 layers
+    fingerprint = json.loads((out / "sft" / "fingerprint.json").read_text())
+    marker = json.loads((out / "sft" / "model" / "merged_from.json").read_text())
+    assert fingerprint["merged_from"] == marker and marker["adapter"] == str(
+        (units_run / "models" / "adapter").resolve()
+    )
+    done = json.loads((out / "arms" / "binary" / "seed0" / "done.json").read_text())
+    assert done["warm_start_sha256"] == fingerprint["sha256"]
+
+
+def test_units_are_kept_restored_and_skipped(units_run, tmp_path):
+    """Every finished arm-seed is copied to results_dir with the seed's step-0 evaluation; a run in
+    a new output folder with only that folder restores both units and trains nothing."""
+    from rubriq.studies import convergence
+
+    kept = units_run / "kept"
+    for arm in ("rubric_relative_correct", "binary"):
+        unit = kept / "arms" / arm / "seed0"
+        assert {"done.json", "evals.jsonl", "metrics.jsonl", "groups.jsonl", "adapter.json"} <= {
+            p.name for p in unit.iterdir()
+        }
+        fingerprint = json.loads((unit / "adapter.json").read_text())
+        final = units_run / "out" / "arms" / arm / "seed0" / "final"
+        import hashlib
+
+        assert (
+            fingerprint["adapter_model.safetensors"]
+            == hashlib.sha256((final / "adapter_model.safetensors").read_bytes()).hexdigest()
+        )
+        assert not list(unit.glob("*.safetensors"))  # no weights kept
+    assert (kept / "step0" / "seed0.json").is_file() and (kept / "summary.md").is_file()
+    # a new machine: another output folder, the kept units only
+    yaml_path = units_run / "study.yaml"
+    study = yaml.safe_load(yaml_path.read_text())
+    study["output_dir"] = str(tmp_path / "fresh")
+    fresh_yaml = units_run / "fresh.yaml"
+    fresh_yaml.write_text(yaml.safe_dump(study))
+    before = {p: p.stat().st_mtime_ns for p in kept.rglob("*.jsonl")}
+    convergence.run(fresh_yaml)
+    for arm in ("rubric_relative_correct", "binary"):
+        assert (tmp_path / "fresh" / "arms" / arm / "seed0" / "done.json").read_text() == (
+            kept / "arms" / arm / "seed0" / "done.json"
+        ).read_text()
+        assert not (tmp_path / "fresh" / "arms" / arm / "seed0" / "final").exists()  # not retrained
+    assert {p: p.stat().st_mtime_ns for p in kept.rglob("*.jsonl")} == before
+    assert (tmp_path / "fresh" / "summary.md").read_text() == (kept / "summary.md").read_text()
+
+
+def test_same_eval_seed_and_tier_steps(units_run):
+    """With same_eval_seed every step samples with step 0's seed; the tier is evaluated at 0 and
+    its one step (2) only, the held-out split at every evaluated step."""
+    out = units_run / "out"
+    evals = [json.loads(x) for x in (out / "arms" / "binary" / "seed0" / "evals.jsonl").read_text().splitlines()]
+    assert sorted((e["split"], e["step"]) for e in evals) == [
+        ("hard", 0),
+        ("hard", 2),
+        ("test", 0),
+        ("test", 1),
+        ("test", 2),
+    ]
+    # the tiny policy barely moves in 2 steps at lr 1e-4... the samples at step 1 are drawn with the
+    # same random numbers as step 0's: where the policy's tokens are the same, so are the texts
+    step0 = [json.loads(x) for x in (out / "step0" / "records_seed0.jsonl").read_text().splitlines()]
+    step1 = [
+        json.loads(x) for x in (out / "arms" / "binary" / "seed0" / "records_step1.jsonl").read_text().splitlines()
+    ]
+    assert [r["prompt_id"] for r in step0] == [r["prompt_id"] for r in step1]
+
+
+def test_group_logs_of_every_training_step(units_run):
+    """groups.jsonl has a row per step; train_scores.jsonl every completion's outcome, the arm's own
+    reward and the advantage, which sum to 0 within each group (the advantages' definition)."""
+    unit = units_run / "out" / "arms" / "rubric_relative_correct" / "seed0"
+    groups = [json.loads(x) for x in (unit / "groups.jsonl").read_text().splitlines()]
+    assert [g["step"] for g in groups] == [1, 2] and all(g["groups"] == 2 for g in groups)
+    scores = [json.loads(x) for x in (unit / "train_scores.jsonl").read_text().splitlines()]
+    assert len(scores) == 8 and all("advantage" not in s or True for s in scores)
+    for s in scores:
+        assert s["train_reward"] == pytest.approx(s["reward"])  # a rubric arm trains on R itself
+        if s["family"] == "rewrite":
+            assert s["outcome"] in ("reduction", "copy", "wrong", "other_correct")
+    binary = [
+        json.loads(x)
+        for x in (units_run / "out" / "arms" / "binary" / "seed0" / "train_scores.jsonl").read_text().splitlines()
+    ]
+    assert all(s["train_reward"] == (1.0 if s["correct"] else 0.0) for s in binary)

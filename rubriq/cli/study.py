@@ -35,6 +35,11 @@ def study_convergence(
         "--no-summary",
         help="Do not write the summary (what the --workers processes do); finish with --summary-only.",
     ),
+    commit: bool = typer.Option(
+        False,
+        "--commit",
+        help="Commit each finished arm-seed kept in the study's results_dir (git commit -- RESULTS_DIR) as it ends.",
+    ),
 ) -> None:
     """Rubric vs gated rubric vs sparse reward vs no RL from one warm-start, over seeds, evaluated on
     held-out targets by sampling. Resumable: finished arm-seeds are skipped."""
@@ -57,6 +62,7 @@ def study_convergence(
                 progress=lambda m: console.print(f"study: {m}", markup=False),
                 workers=workers,
                 summary=not no_summary,
+                commit=commit,
             )
     if no_summary and not summary_only:
         console.print(f"done; summary not written (rubriq study convergence {config} --summary-only)", markup=False)

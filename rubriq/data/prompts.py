@@ -260,7 +260,8 @@ def add_generated_splits(
     list of them): generated small rewrite rows, drawn after the main splits, in order.  A row
     whose target is already in a split is dropped, so every split stays disjoint by target (a
     harder held-out tier never meets a training circuit; an SFT corpus never meets a held-out
-    one).  Returns how many rows each new split dropped.
+    one).  A name may be that of an empty split (``validation`` when ``fractions`` keeps none
+    for it), which the generated rows then fill.  Returns how many rows each new split dropped.
 
     >>> spec = {"count": 6, "qubits": [2], "core_gates": [1, 1], "redundancies": [1, 1], "kinds": ["adjacent"],
     ...         "optimum": False, "target_t_best": False}
@@ -274,8 +275,8 @@ def add_generated_splits(
 
     dropped: dict[str, int] = {}
     for name, specs in extra.items():
-        if name in splits:
-            raise ValueError(f"extra split {name!r} is already a split of the dataset")
+        if splits.get(name):
+            raise ValueError(f"extra split {name!r} is already a split of the dataset ({len(splits[name])} rows)")
         seen = {target_key(r) for rows in splits.values() for r in rows}
         rows: list[dict] = []
         for fields in specs if isinstance(specs, (list, tuple)) else [specs]:

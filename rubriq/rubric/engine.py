@@ -3,7 +3,9 @@
     R(c) = w_C S_C + w_T S_T + w_H S_H + w_F S_F + w_E S_E
 
 With ``fidelity_gating: multiplicative`` (off by default) the non-fidelity terms are scaled by
-S_F: R = w_F S_F + S_F sum_{d != F} w_d S_d.
+S_F: R = w_F S_F + S_F sum_{d != F} w_d S_d.  With ``fidelity_gating: correct`` they count only
+for a correct circuit (F_avg >= ``fidelity.correct_threshold``, as ``is_correct`` reads it):
+R = w_F S_F + [correct] sum_{d != F} w_d S_d.
 
 The engine is a composition and nothing more: :data:`DIMENSIONS` lists the dimension
 functions (cheapest first), :func:`score_facts` runs them on one ``CircuitFacts`` and sums.
@@ -47,7 +49,12 @@ def score_facts(facts: CircuitFacts, ctx: ScoringContext) -> RubricScores:
     results = {name: fn(facts, ctx) for name, fn in DIMENSIONS.items()}
     scores = {name: float(results[name].value) for name in DIMENSION_NAMES}
     reward = sum(weights[name] * scores[name] for name in DIMENSION_NAMES)
-    if ctx.config.fidelity_gating == "multiplicative":
+    if ctx.config.fidelity_gating != "none":
         others = reward - weights["fidelity"] * scores["fidelity"]
-        reward = weights["fidelity"] * scores["fidelity"] + scores["fidelity"] * others
+        if ctx.config.fidelity_gating == "multiplicative":
+            gate = scores["fidelity"]
+        else:  # "correct"
+            f_avg = results["fidelity"].details.get("average_fidelity")
+            gate = 1.0 if f_avg is not None and f_avg >= ctx.config.fidelity.correct_threshold else 0.0
+        reward = weights["fidelity"] * scores["fidelity"] + gate * others
     return RubricScores(scores, {n: results[n].details for n in DIMENSION_NAMES}, weights, reward)

@@ -262,7 +262,7 @@ def paired_from_step0(out: Path, study: StudySettings, final_step: int) -> dict[
     reductions (``analysis.rewrite_copies``)."""
     from rubriq.studies.analysis import paired_change, rewrite_copies
 
-    rows = _rows(out / "data", "test") + _rows(out / "data", "train")
+    rows = _rows(out / "data", study.split) + _rows(out / "data", "train")
     t_pyzx = {"test": _t_pyzx(rows), "train": _t_pyzx(rows)}
     for tier in study.eval_tiers:
         t_pyzx[tier] = _t_pyzx(_rows(out / "tiers" / tier, "test"))

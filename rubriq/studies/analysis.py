@@ -222,6 +222,27 @@ def rewrite_copies(records: Sequence[RecordLike], eps: float = DEFAULT_EPS) -> d
     return out
 
 
+def rewrite_outcome(record: RecordLike, eps: float = DEFAULT_EPS) -> str | None:
+    r"""What one sample of a rewrite prompt (a ``circuit`` target) did: ``reduction`` (correct with
+    T < T0), ``copy`` (correct and the input verbatim, as :func:`rewrite_copies` reads it),
+    ``other_correct`` (correct, neither), ``wrong`` (not correct, unparsed included); None for a
+    sample of another target.
+
+    >>> spec = '{"algorithm": "circuit", "qasm": "qreg q[1];\nt q[0];\nt q[0];\n"}'
+    >>> ok = lambda f, t: {"parsed": True, "average_fidelity": f, "t_count": t}
+    >>> [rewrite_outcome({"target": spec, "t0": 2, "text": text, "result": res}) for text, res in
+    ...  [("qreg q[1];\nt q[0];\nt q[0];", ok(1.0, 2)), ("qreg q[1];\ns q[0];", ok(1.0, 0)),
+    ...   ("qreg q[1];", ok(0.5, 0)), ("qreg q[1];\nt q[0];\nz q[0];\ntdg q[0];", ok(1.0, 2))]]
+    ['copy', 'reduction', 'wrong', 'other_correct']
+    """
+    if family_of_spec(str(record.get("target") or "")) != "rewrite":
+        return None
+    counts = rewrite_copies([record], eps)
+    if not counts["correct"]:
+        return "wrong"
+    return "reduction" if counts["fewer_t"] else "copy" if counts["copies"] else "other_correct"
+
+
 def rewrite_outcomes(records: Sequence[RecordLike], eps: float = DEFAULT_EPS) -> dict[str, Any]:
     r"""What the samples of rewrite prompts (a ``circuit`` target) did, as fractions of those
     samples: ``correct_reduction_rate`` (correct with T < T0), ``copy_rate`` (correct and the
@@ -266,6 +287,7 @@ __all__ = [
     "paired_change",
     "rewrite_copies",
     "rewrite_gap",
+    "rewrite_outcome",
     "rewrite_outcomes",
     "t_quantile",
 ]

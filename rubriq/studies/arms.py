@@ -55,7 +55,7 @@ def run_arm(study, name: str, seed: int, settings, warm, evaluators: list, out: 
     done = arm_dir / "done.json"
     if done.is_file():
         return json.loads(done.read_text())
-    for stale in ("metrics.jsonl", "evals.jsonl", "train_scores.jsonl"):
+    for stale in ("metrics.jsonl", "evals.jsonl", "train_scores.jsonl", "groups.jsonl"):
         (arm_dir / stale).unlink(missing_ok=True)
     arm_dir.mkdir(parents=True, exist_ok=True)
     evals = arm_dir / "evals.jsonl"
@@ -69,7 +69,8 @@ def run_arm(study, name: str, seed: int, settings, warm, evaluators: list, out: 
         for ev in evaluators:
             step0 = json.loads(layout.step0_path(out, ev.split, seed).read_text())
             for step in later:
-                layout.append_jsonl(evals, {**step0, "step": step, "simulations": 0, "eval_seconds": 0.0})
+                if step in study.tier_steps(ev.split):
+                    layout.append_jsonl(evals, {**step0, "step": step, "simulations": 0, "eval_seconds": 0.0})
         simulations = 0
     else:
         simulations = _train(study, name, seed, settings, warm, evaluators, arm_dir, later)
@@ -93,7 +94,7 @@ def _train(study, name: str, seed: int, settings, warm, evaluators: list, arm_di
 
     arm_cfg = arm_training_settings(settings, study.arms[name], seed, study.steps, arm_dir)
     rewards = RubricRewards(arm_cfg.rubric, workers=arm_cfg.reward.workers)
-    rewards.on_batch = _TrainingScores(arm_dir / "train_scores.jsonl")
+    rewards.on_batch = _TrainingScores(arm_dir, study.arms[name], rewards)
     callback = _evaluation_callback(study, name, seed, evaluators, arm_dir, later, rewards)
     trainer = build(arm_cfg, policy=(warm.tokenizer, warm.load()), rewards=rewards, callbacks=[callback])
     trainer.train()
@@ -104,29 +105,55 @@ def _train(study, name: str, seed: int, settings, warm, evaluators: list, arm_di
 
 
 class _TrainingScores:
-    """``RubricRewards.on_batch``: every training completion's five scores, reward, correctness
-    and T, one JSONL row each (``train_scores.jsonl``, for the correlation of the dimensions)."""
+    """``RubricRewards.on_batch``: every training completion's five scores, reward, correctness,
+    T, what became of it (``outcome``: reduction, copy, wrong, other_correct; None for synthesis),
+    the arm's own reward and GRPO's advantage, one JSONL row each (``train_scores.jsonl``), and one
+    row per batch (= per step here: one generation batch per optimizer step) of what the groups
+    held (``groups.jsonl``, :func:`rubriq.studies.groups.batch_groups`)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.batches = path, 0
+    def __init__(self, arm_dir: Path, arm, rewards) -> None:
+        self.path, self.groups_path, self.arm, self.rewards, self.batches = (
+            arm_dir / "train_scores.jsonl",
+            arm_dir / "groups.jsonl",
+            arm,
+            rewards,
+            0,
+        )
 
-    def __call__(self, results, targets, prompts) -> None:
+    def __call__(self, results, targets, prompts, completions=None) -> None:
         from rubriq.evaluator.result import is_correct
-        from rubriq.studies.analysis import family_of_spec
+        from rubriq.studies.analysis import family_of_spec, rewrite_outcome
+        from rubriq.studies.groups import batch_groups
+        from rubriq.studies.pilot import arm_reward_values
 
         self.batches += 1
-        with open_record(self.path, "a") as fh:  # 0600: completions and rewards
-            for r, t in zip(results, targets, strict=True):
-                row = {
+        eps = 1 - self.rewards.config.fidelity.correct_threshold
+        texts = completions if completions is not None else [""] * len(results)
+        train = arm_reward_values(results, self.arm, lambda _arm: results)
+        keys = [json.dumps(p, sort_keys=True, default=str) for p in prompts] if prompts else list(targets)
+        rows = []
+        for r, t, text, reward, key in zip(results, targets, texts, train, keys, strict=True):
+            record = {"target": t, "t0": self.rewards.t0(t), "text": text, "result": r.to_dict()}
+            rows.append(
+                {
                     "batch": self.batches,
                     "family": family_of_spec(t),
                     "scores": r.scores,
                     "reward": r.reward,
+                    "train_reward": reward,
                     "correct": is_correct(r),
                     "t_count": r.t_count,
+                    "outcome": rewrite_outcome(record, eps) if completions is not None else None,
                     "error_type": r.error_type,
+                    "group": key,
                 }
+            )
+        summary = batch_groups(rows)
+        with open_record(self.path, "a") as fh:  # 0600: completions and rewards
+            for row in rows:
+                row.pop("group")
                 fh.write(json.dumps(row) + "\n")
+        layout.append_jsonl(self.groups_path, {"step": self.batches, **summary})
 
 
 def _evaluation_callback(study, name: str, seed: int, evaluators: list, arm_dir: Path, later: list[int], rewards):
@@ -142,6 +169,8 @@ def _evaluation_callback(study, name: str, seed: int, evaluators: list, arm_dir:
             if step not in later:
                 return
             for ev in evaluators:
+                if step not in study.tier_steps(ev.split):
+                    continue
                 row = ev(model, seed, step, layout.step_records(arm_dir, ev.split, step))
                 layout.append_jsonl(evals, {**row, "simulations": rewards.stats["evaluated"]})
                 log.info(

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from rubriq.config import ConfigError
 from rubriq.evaluation.metrics import mean_ci
-from rubriq.studies import layout
+from rubriq.studies import layout, units
 from rubriq.studies.aggregate import aggregate, collect, correlations, time_to_target
 from rubriq.studies.arms import check_arm_rubrics, run_arm
 from rubriq.studies.compare import compare_arm_seeds
@@ -61,6 +61,7 @@ def run(
     progress=None,
     workers: int = 1,
     summary: bool = True,
+    commit: bool = False,
 ) -> Path:
     """Run (or resume) the study of ``config``; write and return the path of ``summary.md``.
 
@@ -68,7 +69,9 @@ def run(
     ``progress(message)`` is called between arm-seeds.  ``workers > 1`` runs the pending
     arm-seeds that many at a time, each in its own process with ``cpus // workers`` threads
     (:func:`run_parallel`); ``summary=False`` leaves the summary to the caller (what those
-    processes do, so that they never write it at the same time)."""
+    processes do, so that they never write it at the same time).  With the study's
+    ``results_dir``, the units kept there are restored first (and skipped), and every arm-seed
+    that finishes is kept there (:mod:`rubriq.studies.units`), with ``commit`` also committed."""
     study = StudySettings.from_yaml(config)
     out = Path(out or study.output_dir)
     unknown = sorted(set(arms or ()) - set(study.arms))
@@ -78,11 +81,19 @@ def run(
         raise ConfigError(f"workers must be >= 1, got {workers}")
     out.mkdir(parents=True, exist_ok=True)
     (out / "study.json").write_text(json.dumps(dataclasses.asdict(study), indent=2, default=str))
+    results = Path(study.results_dir) if study.results_dir else None
+    if results is not None:
+        units.restore(results, out, study)
     data = prepare_data(study, out)
     check_arm_rubrics(study, data.settings)
     warm = prepare_warm_start(study, data, out)
     data = filter_training_prompts(study, data, warm, out)
     evaluators = study_evaluators(study, data, warm)
+    if results is not None:  # a unit that finished here but was not kept (a run stopped in between)
+        for name in arms or study.arms:
+            for seed, _ in layout.finished_arm_seeds(out, study, name):
+                if not (layout.arm_dir(results, name, seed) / "done.json").is_file():
+                    units.publish(out, results, study, name, seed, commit=commit)
     pending = [
         (name, seed)
         for seed in seeds or study.seeds
@@ -95,17 +106,33 @@ def run(
             for ev in evaluators:
                 step0_evaluation(ev, warm, out, seed)
         run_parallel(config, out, pending, workers, progress)
-        return write_summary(out, study, len(data.eval_rows))
+        for name, seed in pending:
+            if results is not None and (layout.arm_dir(out, name, seed) / "done.json").is_file():
+                units.publish(out, results, study, name, seed, commit=commit)
+        return _summaries(out, results, study, len(data.eval_rows), commit)
     for name, seed in pending:
         if progress:
             progress(f"arm {name}, seed {seed}")
         result = run_arm(study, name, seed, data.settings, warm, evaluators, out)
         log.info("arm %s seed %d: %.0f s", name, seed, result["seconds"])
+        if results is not None:
+            units.publish(out, results, study, name, seed, commit=commit)
         if summary:
-            write_summary(out, study, len(data.eval_rows))  # results as they come
+            _summaries(out, results, study, len(data.eval_rows), commit)  # results as they come
     if not summary:
         return out / "summary.md"
-    return write_summary(out, study, len(data.eval_rows))
+    return _summaries(out, results, study, len(data.eval_rows), commit)
+
+
+def _summaries(out: Path, results: Path | None, study, n_eval: int, commit: bool) -> Path:
+    """The summary of ``out``, and with a ``results_dir`` the same regenerated from the kept units
+    alone (committed with them when ``commit``); returns the path of ``out``'s."""
+    report = write_summary(out, study, n_eval)
+    if results is not None and results.is_dir():
+        write_summary(results, study, n_eval)
+        if commit:
+            units.git_commit(results, f"study summary regenerated from the kept units ({results})")
+    return report
 
 
 __all__ = [

@@ -6,7 +6,8 @@ all arms), on the held-out split (``split`` ``test`` in its rows), on each furth
 of training prompts (learning on its own prompts vs generalization; ``split`` ``train``).
 
 The sampling seed depends on (seed, step) and the prompt set only (:func:`eval_seed`), so at a
-given step all arms draw with the same seed; step 0 (the warm-start, for every arm) is
+given step all arms draw with the same seed; with ``same_eval_seed`` it is step 0's at every
+step (common random numbers across steps too).  Step 0 (the warm-start, for every arm) is
 evaluated once per seed and shared (:func:`step0_evaluation`).
 """
 
@@ -139,7 +140,7 @@ class Evaluator:
                 temperature=self.temperature,
                 top_p=self.top_p,
                 batch_size=self.study.batch_size,
-                seed=eval_seed(seed, step, self.split),
+                seed=eval_seed(seed, 0 if self.study.same_eval_seed else step, self.split),
                 progress=False,
             )
         finally:

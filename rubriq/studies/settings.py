@@ -106,6 +106,9 @@ class TierSettings:
     build: dict = field(default_factory=dict)
     """``data.build`` fields that differ from the training config's (e.g. other
     ``small_rewrites``): every prompt they build is the tier (built once into ``OUT/tiers/NAME``)."""
+    steps: tuple[int, ...] = ()
+    """The steps this tier is evaluated at besides step 0 (each one of the study's evaluated
+    steps); (): every evaluated step."""
 
 
 TIER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -153,8 +156,9 @@ class StudySettings:
     """Pilot completions per training prompt for ``filter_prompts`` (the GRPO group size)."""
     warm_start_model: str = ""
     """A pre-built warm-start every arm starts from instead of training one: a model folder in
-    Hugging Face format (config.json, ``*.safetensors`` weights, the tokenizer), relative to the
-    study YAML or absolute. "": train it (SFT) into ``OUT/sft/model``."""
+    Hugging Face format (config.json, ``*.safetensors`` weights, the tokenizer), or a PEFT adapter
+    folder (``adapter_config.json``: merged into its base in ``OUT/sft/model`` once), relative to
+    the study YAML or absolute. "": train it (SFT) into ``OUT/sft/model``."""
     eval_tiers: dict = field(default_factory=dict)
     """More held-out tiers, name -> :class:`TierSettings` fields: each is evaluated at every
     evaluated step with the same ``samples`` (and ``max_prompts``) as the held-out split, and
@@ -163,6 +167,18 @@ class StudySettings:
     primary_tier: str = "test"
     """The prompts ``primary_metric`` is judged on (time-to-target, the paired differences):
     ``test``, the held-out ``split``, or a name of ``eval_tiers``."""
+    same_eval_seed: bool = False
+    """True: every evaluation of a prompt set draws with the same seed at every step (that of
+    step 0), so that changes over steps are measured with common random numbers, as changes
+    between arms are (a policy that did not change gives the same samples). False: a seed per
+    step (:func:`rubriq.studies.evaluate.eval_seed`), as the studies run before 2026-12-06."""
+    results_dir: str = ""
+    """A folder (relative to the working directory, like ``output_dir``) that keeps the study's
+    finished units for good: each finished arm-seed's files (records, logs, ``done.json``, its
+    adapter's SHA-256; no weights) with the shared step-0 evaluations and the prompt filter are
+    copied there as it ends, and copied back at the start of a run, so that a run on a new
+    machine with only that folder skips the arm-seeds it holds (:mod:`rubriq.studies.units`).
+    "": none (the output folder only)."""
 
     def __post_init__(self) -> None:
         if self.steps < 1 or self.eval_every < 1:
@@ -198,6 +214,11 @@ class StudySettings:
                 )
             if not tier.dataset and not tier.build and tier.split == "train":
                 raise ConfigError(f"eval tier {name!r}: the study's train split is not held out")
+            stray = sorted(set(tier.steps) - set(self.eval_steps()) - {0})
+            if stray:
+                raise ConfigError(
+                    f"eval tier {name!r}: steps {stray} are not evaluated steps of the study ({self.eval_steps()})"
+                )
         if self.primary_tier != "test" and self.primary_tier not in self.eval_tiers:
             raise ConfigError(
                 f"primary_tier must be 'test' (the held-out split) or a name of eval_tiers "
@@ -233,6 +254,19 @@ class StudySettings:
         if self.eval_at:
             return sorted({0, *self.eval_at, self.steps})
         return sorted({0, *range(self.eval_every, self.steps + 1, self.eval_every), self.steps})
+
+    def tier_steps(self, split: str) -> list[int]:
+        """The evaluated steps of prompt set ``split`` (a tier's ``steps`` and 0; else every one).
+
+        >>> study = StudySettings(train_config="t.yaml", steps=100, eval_at=(50,),
+        ...                       eval_tiers={"hard": TierSettings(split="hard", steps=(100,))})
+        >>> study.tier_steps("test"), study.tier_steps("train"), study.tier_steps("hard")
+        ([0, 50, 100], [0, 50, 100], [0, 100])
+        """
+        tier = self.eval_tiers.get(split)
+        if tier is None or not tier.steps:
+            return self.eval_steps()
+        return sorted({0, *tier.steps})
 
     def tiers(self) -> list[str]:
         """The held-out prompt sets in report order: ``test`` (the held-out split), then ``eval_tiers``."""

@@ -1,7 +1,7 @@
 """Stage 2, the warm-start: the one policy every arm starts from, trained once (SFT on the
 training prompts, ``rubriq.training.train_rubriq.warm_start``) into ``OUT/sft/model`` and
-reused on every later run, or a pre-built one (``warm_start_model``, a model folder used where
-it is), and its fingerprint, the SHA-256 of its weights, which every finished arm-seed records
+reused on every later run, or a pre-built one (``warm_start_model``: a model folder used where
+it is, or a PEFT adapter folder merged into its base in ``OUT/sft/model``), and its fingerprint, the SHA-256 of its weights, which every finished arm-seed records
 (``done.json``).
 """
 
@@ -46,6 +46,10 @@ def prepare_warm_start(study, data, out: Path) -> WarmStart:
     from rubriq.training.train_rubriq import warm_start as train_sft
 
     settings = data.settings
+    if study.warm_start_model and (Path(study.warm_start_model) / "adapter_config.json").is_file():
+        model_dir = merge_adapter(Path(study.warm_start_model), out / "sft" / "model")
+        warm_start_fingerprint(out)
+        return WarmStart(model_dir, load_tokenizer(str(model_dir)), settings.model.precision)
     if study.warm_start_model:
         model_dir = check_model_folder(Path(study.warm_start_model))
         warm_start_fingerprint(out, model=model_dir)
@@ -64,6 +68,45 @@ def prepare_warm_start(study, data, out: Path) -> WarmStart:
             tokenizer.save_pretrained(model_dir)
     warm_start_fingerprint(out, trained_here=trained)
     return WarmStart(model_dir, load_tokenizer(settings.model.name_or_path), settings.model.precision)
+
+
+def merge_adapter(adapter: Path, model_dir: Path) -> Path:
+    """A PEFT adapter folder as a warm-start: merged into its base model (PEFT's
+    ``merge_and_unload``) and saved, with the tokenizer, to ``model_dir`` (``OUT/sft/model``) once;
+    ``model_dir/merged_from.json`` names the adapter and the SHA-256 of its weights, and a folder
+    merged from other weights is merged again.  So a committed adapter (a few MB) stands for the
+    merged model (hundreds of MB) on any machine."""
+    from peft import PeftModel
+
+    from rubriq.models import adapter_base, load_model, load_tokenizer
+
+    weights = sorted(adapter.glob("*.safetensors"))
+    if not weights:
+        raise ConfigError(f"warm_start_model {adapter}: an adapter folder without *.safetensors weights")
+    source = {"adapter": str(adapter.resolve()), "sha256": _sha256(weights)}
+    marker = model_dir / "merged_from.json"
+    if (model_dir / "config.json").is_file() and marker.is_file():
+        if json.loads(marker.read_text()).get("sha256") == source["sha256"]:
+            return model_dir
+    base = adapter_base(adapter)
+    log.info("merging the adapter %s into its base %s -> %s", adapter, base, model_dir)
+    merged = PeftModel.from_pretrained(load_model(base), str(adapter)).merge_and_unload()
+    model_dir.mkdir(parents=True, exist_ok=True)
+    merged.save_pretrained(model_dir)
+    tok_dir = adapter if (adapter / "tokenizer_config.json").is_file() else base
+    load_tokenizer(str(tok_dir)).save_pretrained(model_dir)
+    marker.write_text(json.dumps(source, indent=2))
+    return model_dir
+
+
+def _sha256(files: list[Path]) -> str:
+    """The SHA-256 of ``files``' bytes, in order (the fingerprint of a set of weight files)."""
+    digest = hashlib.sha256()
+    for file in files:
+        with open(file, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 24), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
 
 
 def check_model_folder(folder: Path) -> Path:
@@ -109,13 +152,9 @@ def warm_start_fingerprint(out: Path, trained_here: bool = False, model: Path | 
     recorded = json.loads(path.read_text()) if path.is_file() else None
     if recorded is not None and not weights:
         return recorded
-    digest = hashlib.sha256()
-    for file in weights:
-        with open(file, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 24), b""):
-                digest.update(chunk)
+    sha = _sha256(weights)
     if recorded is not None:
-        if recorded.get("sha256") == digest.hexdigest() and recorded.get("model") == source:
+        if recorded.get("sha256") == sha and recorded.get("model") == source:
             return recorded
         log.warning(
             "%s names warm-start %s, but the weights in %s are %s (the warm-start was rebuilt or replaced): "
@@ -123,15 +162,18 @@ def warm_start_fingerprint(out: Path, trained_here: bool = False, model: Path | 
             path,
             str(recorded.get("sha256"))[:12],
             folder,
-            digest.hexdigest()[:12],
+            sha[:12],
         )
     info = {
-        "sha256": digest.hexdigest(),
+        "sha256": sha,
         "trained_on": _cpu_name() if trained_here else None,  # None: the model was there before the fingerprint
         "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     if source is not None:
         info["model"] = source  # a pre-built warm-start, used where it is
+    merged_from = folder / "merged_from.json"
+    if merged_from.is_file():
+        info["merged_from"] = json.loads(merged_from.read_text())  # a committed adapter, merged here
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(info, indent=2))
     return info

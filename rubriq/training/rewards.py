@@ -64,9 +64,10 @@ class RubricRewards(BatchScorer):
 
     def __init__(self, config: RubricConfig | None = None, workers: int | None = 1, cache_size: int = 65536) -> None:
         super().__init__(config, workers, cache_size)
-        self.on_batch: Callable[[list[EvaluationResult], list, list | None], None] | None = None
-        """Called with (results, targets, prompts) once per training batch (studies record every
-        training completion's five scores with it); not pickled (unpickling re-runs __init__)."""
+        self.on_batch: Callable[[list[EvaluationResult], list, list | None, list[str]], None] | None = None
+        """Called with (results, targets, prompts, completion texts) once per training batch
+        (studies record every training completion's five scores and what became of it with it);
+        not pickled (unpickling re-runs __init__)."""
 
     def results(self, completions: list, target: list) -> list[EvaluationResult]:
         """Evaluation results for a batch of TRL completions (cached; each distinct (target,
@@ -104,7 +105,7 @@ class RubricRewards(BatchScorer):
             self.log_batch(results, target, log_metric, prompts)
             log_metric("timing/reward_s", self.stats["seconds"] - before)
             if self.on_batch is not None:
-                self.on_batch(results, list(target), prompts)
+                self.on_batch(results, list(target), prompts, [completion_text(c) for c in completions])
         return results
 
     # -- TRL reward functions -----------------------------------------------------------------
