@@ -12,7 +12,9 @@ from rubriq.cli.common import (
     EXIT_FAILED,
     app,
     check,
+    check_model,
     console,
+    fail,
     new_table,
     reported,
 )
@@ -37,11 +39,39 @@ def data_build(
         None, metavar="DIR", help="Folder of the T-count suite's .qasm files (default: the fetched copy)."
     ),
     seed: int = typer.Option(42, metavar="N", help="Split and sampling seed."),
+    from_qasm: Path | None = typer.Option(
+        None,
+        "--from-qasm",
+        metavar="DIR",
+        help="Instead: one rewrite prompt per .qasm file of DIR (its test split), with T0 and PyZX's T as t_best, "
+        "written to --out itself (for rubriq evaluate --dataset OUT).",
+    ),
+    policy: str | None = typer.Option(
+        None,
+        metavar="MODEL",
+        help="With --from-qasm: write the prompts in the style MODEL was trained with (its rubriq_policy.json).",
+    ),
+    prompt_style: str | None = typer.Option(
+        None, metavar="STYLE", help="With --from-qasm: full | compact | minimal (default: --policy's, else full)."
+    ),
 ) -> None:
     """Write the synthesis prompt dataset and the rewrite-with-fewer-T datasets (split by target:
     no target in two splits). A collection that is not on this machine is skipped, with how to
-    get it."""
+    get it. With --from-qasm DIR: a rewrite dataset of your own circuits instead."""
     from rubriq.data import COLLECTIONS, build_all
+
+    if from_qasm is not None or policy is not None or prompt_style is not None:
+        check(
+            from_qasm is not None, "--policy" if policy is not None else "--prompt-style", "goes with --from-qasm DIR"
+        )
+        assert from_qasm is not None
+        check(
+            not small and collections is None and suite_dir is None,
+            "--from-qasm",
+            "takes no --small, --collections or --suite-dir (it builds one dataset of the folder's circuits)",
+        )
+        _build_from_qasm(from_qasm, out, policy, prompt_style)
+        return
 
     names = tuple(c.strip() for c in (collections or ",".join(COLLECTIONS)).split(",") if c.strip())
     unknown = [c for c in names if c not in COLLECTIONS]
@@ -94,6 +124,57 @@ def data_build(
         console.print(per_family)
     for name, why in report.get("unavailable", {}).items():
         console.print(f"skipped collection {name}: {why}", markup=False)
+
+
+STYLES = ("full", "compact", "minimal")
+
+
+def _build_from_qasm(folder: Path, out: Path, policy: str | None, prompt_style: str | None) -> None:
+    from rubriq.data.qasm_folder import build_from_qasm
+    from rubriq.suites.user import CircuitFileError
+
+    check(folder.is_dir(), "--from-qasm", f"no folder {folder}")
+    check(prompt_style is None or prompt_style in STYLES, "--prompt-style", f"use one of {', '.join(STYLES)}")
+    check(not out.is_file(), "--out", f"{out} is a file, not a folder")
+    check(
+        not (out / "test.jsonl").exists() or out.resolve() != folder.resolve(),
+        "--out",
+        "must not be the --from-qasm folder",
+    )
+    if policy is not None:
+        check_model(policy, "--policy")
+        from rubriq.evaluation.evaluate import prompt_style_of
+
+        style = prompt_style or prompt_style_of(policy)
+    else:
+        style = prompt_style or "full"
+    with reported():
+        try:
+            report = build_from_qasm(folder, out, style)
+        except CircuitFileError as exc:  # named against the flag that named the folder
+            fail(str(exc), "--from-qasm")
+    table = new_table(
+        f"{len(report['circuits'])} rewrite prompts ({style} style) written to {out} [test]",
+        "circuit",
+        "qubits",
+        "gates",
+        "T0",
+        "PyZX T (t_best)",
+        keep_whole=("circuit",),
+    )
+    missing = []
+    for name, c in report["circuits"].items():
+        pyzx = "-" if c["t_pyzx"] is None else str(c["t_pyzx"])
+        if c["t_pyzx"] is None:
+            missing.append(f"{name} ({c['pyzx_verdict']}: {c['pyzx_detail']})")
+        table.add_row(escape(name), str(c["qubits"]), str(c["gates"]), str(c["t0"]), pyzx)
+    console.print(table)
+    if missing:
+        console.print(
+            f"no verified PyZX count for {'; '.join(missing)}: these prompts are evaluated, but not in gap_closed",
+            markup=False,
+        )
+    console.print(f"evaluate a policy on them: rubriq evaluate --model MODEL --dataset {out}", markup=False)
 
 
 @data_app.command("fetch")

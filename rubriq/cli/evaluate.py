@@ -115,9 +115,26 @@ def evaluate(
         ("trivial", fmt(s["trivial_rate"], 2)),
     ):
         table.add_row(label, value)
+    rewrite = _rewrite_metrics(out, dataset, split, eps, summary)
+    if rewrite:
+        for label, key in (
+            ("correct, T < T0 (reduction)", "correct_reduction_rate"),
+            ("correct copy of the input", "copy_rate"),
+            ("wrong (not correct)", "wrong_rate"),
+            ("gap to PyZX closed", "gap_closed"),
+        ):
+            lo, hi = rewrite["intervals"].get(key, (None, None))
+            band = f" [{fmt(lo, 2)}, {fmt(hi, 2)}]" if lo is not None and hi is not None else ""
+            table.add_row(label, fmt(rewrite[key], 2) + band)
     for label, value in usage_rows(summary.get("usage")):
         table.add_row(label, value)
     console.print(table)
+    if rewrite:
+        console.print(
+            f"rewrite prompts: {rewrite['samples']} samples of {rewrite['prompts']} circuits; gap_closed over "
+            f"{rewrite['gap_samples']} samples of circuits with a PyZX count (95% intervals over circuits)",
+            markup=False,
+        )
     if summary.get("baselines"):
         console.print(_baseline_table(summary["baselines"]))
     console.print(f"wrote {out / 'records.jsonl'} and {out / 'summary.json'}", markup=False)
@@ -140,6 +157,55 @@ def usage_rows(usage: dict | None) -> list[tuple[str, str]]:
     if "cost_usd" in usage:
         rows.append(("cost (USD)", f"{usage['cost_usd']:.4f}"))
     return rows
+
+
+def _rewrite_metrics(out: Path, dataset: Path, split: str, eps: float, summary: dict) -> dict | None:
+    """Of the rewrite prompts' samples (a ``circuit`` target): correct-reduction, copy and wrong
+    rates (rubriq.studies.analysis.rewrite_outcomes) and the gap to PyZX closed (rewrite_gap, over
+    the prompts whose row records ``t_pyzx``), each with a 95% t-interval over prompts; added to
+    summary.json as ``rewrite``.  None when the split has no rewrite prompt."""
+    from collections import defaultdict
+
+    from rubriq.data.prompts import load_split
+    from rubriq.evaluation.metrics import mean_ci
+    from rubriq.evaluation.sampling import load_records
+    from rubriq.studies.analysis import family_of_spec, rewrite_gap, rewrite_outcomes
+
+    records = [
+        r for r in load_records(out / "records.jsonl") if family_of_spec(str(r.get("target") or "")) == "rewrite"
+    ]
+    if not records:
+        return None
+    t_pyzx = {r["id"]: int(r["t_pyzx"]) for r in load_split(dataset, split) if r.get("t_pyzx") is not None}
+    outcomes, gap = rewrite_outcomes(records, eps), rewrite_gap(records, t_pyzx, eps)
+    by_prompt: dict = defaultdict(list)
+    for r in records:
+        by_prompt[r.get("prompt_id")].append(r)
+    intervals = {}
+    for key in ("correct_reduction_rate", "copy_rate", "wrong_rate"):
+        lo, _, hi = _ci(mean_ci(rewrite_outcomes(rs, eps)[key] for rs in by_prompt.values()))
+        intervals[key] = (lo, hi)
+    gaps = [rewrite_gap(rs, t_pyzx, eps)["gap_closed"] for p, rs in by_prompt.items() if p in t_pyzx]
+    lo, _, hi = _ci(mean_ci(gaps))
+    intervals["gap_closed"] = (lo, hi)
+    rewrite = {
+        **outcomes,
+        "gap_closed": gap["gap_closed"],
+        "reached_pyzx": gap["reached_pyzx"],
+        "t_gap_pyzx": gap["t_gap_pyzx"],
+        "gap_samples": gap["samples"],
+        "prompts": len(by_prompt),
+        "intervals": intervals,
+    }
+    summary["rewrite"] = rewrite
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return rewrite
+
+
+def _ci(interval: tuple) -> tuple:
+    """(low, mean, high) of ``mean_ci`` in that order, whatever order it returns them in."""
+    mean, lo, hi = interval
+    return lo, mean, hi
 
 
 def _warn_style(model: str, dataset: Path, split: str) -> None:

@@ -124,9 +124,14 @@ def load_circuit_text(text: str, name: str = "stdin", allow_python: bool = True)
         try:
             circuit = load_qasm(text, QASMLimits(max_bytes=MAX_BYTES, max_qubits=MAX_QUBITS))
         except QASMError as exc:
-            raise CircuitFileError(
-                f"{name}: not a loadable OpenQASM 2/3 program: {_file_line(str(exc), text)}"
-            ) from None
+            message = _file_line(str(exc), text)
+            m = _LINE.search(message)
+            if m:  # the file and the line first, then what the parser said about it
+                why = message[m.end() :].lstrip(": ")
+                raise CircuitFileError(
+                    f"{name}, line {m.group(1)} `{m.group(2)}`: not a loadable OpenQASM 2/3 program: {why}"
+                ) from None
+            raise CircuitFileError(f"{name}: not a loadable OpenQASM 2/3 program: {message}") from None
         kind = "qasm3" if re.search(r"OPENQASM\s+3", text) else "qasm2"
     return check_circuit(circuit, name, text, stem, kind)
 
