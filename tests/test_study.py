@@ -871,10 +871,12 @@ def test_bad_study_v2_settings_are_clear_errors_before_anything_trains(tmp_path)
 
 
 def test_the_rewriting_study_config_is_its_preregistration(tmp_path):
-    """configs/studies/rewriting_cpu.yaml is the design docs/studies.md pre-registered: five arms
-    from one warm-start, >= 3 seeds, >= 100 steps, >= 4 evaluated steps of 8 samples, the harder
-    tier, gap_closed as primary; and its `rubric_relative` arm is the paper's rubric with only the T
-    dimension relative, which pays a copy of a rewrite input no T credit (the absolute arm does)."""
+    """configs/studies/rewriting_cpu.yaml is the design docs/studies.md pre-registered, with the
+    deviations recorded there before any arm ran: six arms from the committed warm-start, 3 seeds,
+    100 steps, the held-out split at 0, 50 and 100 with 8 samples and the same seed at every step,
+    the harder tier at 0 and 100, gap_closed as primary; its `rubric_relative` arm is the paper's
+    rubric with only the T dimension relative, which pays a copy of a rewrite input no T credit (the
+    absolute arm does), and `rubric_relative_correct` differs from it only by the correctness gate."""
     from rubriq.evaluator import RubriQEvaluator
     from rubriq.studies.arms import arm_training_settings
     from rubriq.studies.settings import StudySettings
@@ -886,15 +888,23 @@ def test_the_rewriting_study_config_is_its_preregistration(tmp_path):
     assert rewards == {
         "rubric": "rubric",
         "rubric_relative": "rubric",
+        "rubric_relative_correct": "rubric",
         "sparse": "sparse_inverse_t",
         "binary": "sparse_correct",
         "none": "none",
     }
-    assert len(study.seeds) >= 3 and study.steps >= 100 and len(study.eval_at) >= 4 and study.samples >= 8
+    assert study.seeds == (0, 1, 2) and study.steps == 100 and study.eval_steps() == [0, 50, 100]
+    assert study.samples == 8 and study.same_eval_seed and study.split == "test"
     assert study.primary_metric == "gap_closed" and study.primary_tier == "test"
-    assert study.eval_tiers["hard"].split == "hard" and study.train_eval_prompts > 0
+    assert study.eval_tiers["hard"].split == "hard" and study.tier_steps("hard") == [0, 100]
+    assert study.train_eval_prompts == 8 and study.results_dir == "results/studies/rewriting/grpo"
+    assert Path(study.warm_start_model) == (root / "../../results/studies/rewriting/warm_start").resolve()
     settings = TrainSettings.from_yaml(root / study.train_config)
-    assert "hard" in settings.data.build["extra_splits"]
+    assert {"hard", "sft", "validation"} <= set(settings.data.build["extra_splits"])
+    # the pilot chooses settings on the validation split, with the same training config
+    pilot = StudySettings.from_yaml(root / "rewriting_pilot.yaml")
+    assert pilot.split == "validation" and pilot.train_config == study.train_config and not pilot.eval_tiers
+    assert pilot.warm_start_model == study.warm_start_model and pilot.same_eval_seed
     built = {n: arm_training_settings(settings, a, 0, study.steps, tmp_path / n) for n, a in study.arms.items()}
     paper, relative = built["rubric"].rubric, built["rubric_relative"].rubric
     assert paper.tcount.mode == "absolute" and relative.tcount.mode == "relative"
@@ -902,6 +912,8 @@ def test_the_rewriting_study_config_is_its_preregistration(tmp_path):
     qasm = 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nh q[0];\nt q[0];\ncx q[0],q[1];\nt q[0];\ntdg q[0];\n'
     copy = [RubriQEvaluator(target_algorithm="circuit", qasm=qasm, config=c).evaluate(qasm) for c in (paper, relative)]
     assert copy[0].scores["tcount"] == pytest.approx(math.exp(-0.05 * 3)) and copy[1].scores["tcount"] == 0.0
+    gated = built["rubric_relative_correct"].rubric
+    assert gated.fidelity_gating == "correct" and dataclasses.replace(gated, fidelity_gating="none") == relative
 
 
 # -- the rewriting study's machinery: an adapter warm-start, units kept and restored, group logs ----
