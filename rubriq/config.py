@@ -220,9 +220,15 @@ class ExtractionConfig:
     max_qasm_bytes: int = 65536
     """Largest QASM text accepted (bytes)."""
     max_qubits: int = 64
-    """Largest number of declared qubits accepted before any allocation."""
+    """Most qubits a completion may declare or reference (registers, ``qubit[N]``, hardware
+    qubits ``$N``: the importer allocates every one up to the highest index), checked before the
+    parser allocates anything (``error_type="limit"`` beyond)."""
+    max_clbits: int = 1024
+    """Most classical bits a QASM completion may declare (``creg``, ``bit[N]``); no index, range
+    or classical width in square brackets may pass the larger of this and ``max_qubits``."""
     max_gates: int = 200_000
-    """Largest number of gates after canonical decomposition."""
+    """Largest number of gates after canonical decomposition, and of gate applications a QASM
+    text may make the parser create (statements, broadcasts over registers and ranges)."""
     max_nesting: int = 64
     """Deepest nesting of (), [] and {} accepted in QASM."""
     max_controls: int = 16

@@ -204,6 +204,8 @@ class RubriQEvaluator:
                 if extraction.budget_error
                 else "unsupported"
                 if extraction.unsupported_error
+                else "limit"
+                if extraction.limit_error
                 else "parse"
             )
             return _failed(EvaluationResult(target=self.target.spec()), kind, extraction.error)
@@ -291,6 +293,7 @@ def completion_limits(target: Target, extraction: ExtractionConfig) -> Extractio
             extraction,
             max_qasm_bytes=max(extraction.max_qasm_bytes, room[0]),
             max_qubits=max(extraction.max_qubits, target.num_qubits),
+            max_clbits=max(extraction.max_clbits, target.num_qubits),
             max_gates=max(extraction.max_gates, room[1]),
         )
     gates = getattr(target, "ops", ())
@@ -298,6 +301,7 @@ def completion_limits(target: Target, extraction: ExtractionConfig) -> Extractio
         extraction,
         max_qasm_bytes=max(extraction.max_qasm_bytes, 8 * len(qasm.encode())),
         max_qubits=max(extraction.max_qubits, target.num_qubits),
+        max_clbits=max(extraction.max_clbits, target.num_qubits),
         max_gates=max(extraction.max_gates, 16 * len(gates)),
     )
 

@@ -144,7 +144,8 @@ class BatchScorer:
     def submit(self, text: str, spec: str | dict, config: RubricConfig | None = None) -> Future[EvaluationResult]:
         """A future of the result of ``text`` against ``spec`` (under ``config``, default this
         scorer's): done at once on a cache hit, else scored by the worker pool (``workers`` >
-        1) or by this scorer's one scoring thread (``workers`` = 1, or ``None``) and cached.
+        1) or by this scorer's one scoring thread (``workers`` = 1, or ``None``) and cached unless
+        it is transient (``budget``, ``sandbox``: :func:`~rubriq.evaluator.result.is_cacheable`).
         Thread-safe; a future not yet started can be cancelled.  Its exception, if any, is an
         infrastructure failure (a worker process died: ``BrokenProcessPool``), never the
         completion's fault; the next submit starts a fresh pool.  Do not mix with
@@ -185,9 +186,11 @@ class BatchScorer:
     def _store(self, key: tuple[str, str], future: Future) -> None:
         if future.cancelled() or future.exception() is not None:
             return
+        result = future.result()
         with self._lock:
-            self._results[key] = future.result()
             self.stats["evaluated"] += 1
+            if is_cacheable(result):  # a budget or sandbox result describes the moment, not the text
+                self._results[key] = result
 
     def close(self) -> None:
         """Stop the worker processes, the scoring thread and every evaluator's helpers (the qcec

@@ -28,7 +28,8 @@ class EvaluationResult:
 
     ``error_type`` is None on success, else one of:
     ``parse`` (no strategy produced a circuit), ``unsupported`` (control flow, opaque gates,
-    caps), ``simulation`` (fidelity above the exact caps), ``budget`` (time or memory budget
+    caps), ``limit`` (the QASM text declares or references more than a cap of
+    ``extraction``: qubits, classical bits, gate applications, size; refused before parsing), ``simulation`` (fidelity above the exact caps), ``budget`` (time or memory budget
     of the evaluation exhausted, a Python completion that ran until its deadline, or one that
     waited its whole time for a free sandbox slot), ``sandbox`` (the Python sandbox itself
     failed: a worker could not start or died, or an isolation layer is missing in strict mode;

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 from qiskit import QuantumCircuit
 
-from rubriq.budget import NO_DEADLINE, Deadline
+from rubriq.budget import NO_DEADLINE, BudgetExceeded, Deadline
 from rubriq.config import ExtractionConfig
-from rubriq.extract.qasm import QASMLimits, load_qasm
+from rubriq.extract.qasm import QASMLimitError, QASMLimits, load_qasm
 from rubriq.extract.sandbox import (
     FOUND_METADATA,
     SANDBOX_METADATA,
@@ -72,6 +72,9 @@ class Extraction:
     ``budget`` error (not cached: it depends on the machine's load)."""
     unsupported_error: str | None = None
     """Set when Python built a circuit without a fixed unitary: the evaluator's ``unsupported``."""
+    limit_error: str | None = None
+    """Set when QASM passed a cap of :class:`~rubriq.extract.qasm.QASMLimits` (qubits, classical
+    bits, gate applications, size ...): the evaluator's ``limit``."""
     detail: str | None = None
     """How the strategy found the circuit (for Python: which rule of harness.py, e.g.
     ``zero_arg_function: returned by calling build_bell() (...)``)."""
@@ -91,7 +94,26 @@ def _limits(cfg: ExtractionConfig) -> QASMLimits:
         max_qubits=cfg.max_qubits,
         max_nesting=cfg.max_nesting,
         max_controls=cfg.max_controls,
+        max_clbits=cfg.max_clbits,
+        max_gates=cfg.max_gates,
     )
+
+
+class PythonDeadline(Deadline):
+    """The Python sandbox's deadline of one completion (``python_timeout_s`` from the start of its
+    extraction, within the evaluation's), which knows the evaluation's deadline: QASM parsing and
+    the checks between fenced blocks use that one."""
+
+    def __init__(self, evaluation: Deadline, seconds: float) -> None:
+        sub = evaluation.within(seconds)
+        super().__init__(sub.seconds)
+        self.end, self.evaluation = sub.end, evaluation
+
+
+def _budgets(deadline: Deadline) -> tuple[Deadline, Deadline]:
+    """(the evaluation's deadline, the completion's shared Python deadline) of a strategy's
+    ``deadline`` argument (:func:`extract` passes a :class:`PythonDeadline`)."""
+    return (deadline.evaluation if isinstance(deadline, PythonDeadline) else deadline), deadline
 
 
 def direct_qasm(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLINE) -> QuantumCircuit:
@@ -103,7 +125,7 @@ def direct_qasm(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLI
     end = program.find("```")
     if end >= 0:
         program = program[:end]
-    return load_qasm(program, _limits(cfg))
+    return load_qasm(program, _limits(cfg), _budgets(deadline)[0])
 
 
 def fenced_block(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLINE) -> QuantumCircuit:
@@ -111,24 +133,29 @@ def fenced_block(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADL
     blocks = _FENCE.findall(text)
     if not blocks:
         raise NotApplicable("no code block")
-    errors, timed_out, unsupported = [], False, False
+    evaluation, python = _budgets(deadline)
+    errors, timed_out, unsupported, limited = [], False, False, False
     for i, (tag, body) in enumerate(blocks, 1):
+        evaluation.check(f"extraction (before block {i} of {len(blocks)})")  # the blocks share the budget
         tag = tag.lower()
         try:
             if tag in _QASM_TAGS or (not tag and _QASM_HINT.search(body)):
-                return load_qasm(body, _limits(cfg))
+                return load_qasm(body, _limits(cfg), evaluation)
             if tag in _PYTHON_TAGS or (not tag and _PYTHON_HINT.search(body)):
                 if not cfg.allow_python:
                     raise ValueError("Python execution is disabled")
-                return run_python(body, cfg, deadline.remaining())
+                return run_python(body, cfg, python.remaining())
             errors.append(f"block {i} ({tag or 'untagged'}): neither QASM nor Qiskit Python")
-        except (SandboxUnavailable, SandboxBusy):
+        except (SandboxUnavailable, SandboxBusy, BudgetExceeded):
             raise
         except Exception as exc:
             timed_out |= isinstance(exc, PythonTimeout)
             unsupported |= isinstance(exc, PythonUnsupported)
+            limited |= isinstance(exc, QASMLimitError)
             errors.append(f"block {i} ({tag or 'untagged'}): {exc}")
-    kind = PythonTimeout if timed_out else PythonUnsupported if unsupported else ValueError
+    kind = (
+        PythonTimeout if timed_out else PythonUnsupported if unsupported else QASMLimitError if limited else ValueError
+    )
     raise kind(" | ".join(errors))
 
 
@@ -138,7 +165,7 @@ def python_code(text: str, cfg: ExtractionConfig, deadline: Deadline = NO_DEADLI
         raise NotApplicable("no Qiskit code")
     if not cfg.allow_python:
         raise NotApplicable("Python execution is disabled")
-    return run_python(text, cfg, deadline.remaining())
+    return run_python(text, cfg, _budgets(deadline)[1].remaining())
 
 
 STRATEGIES: tuple[tuple[str, Callable[[str, ExtractionConfig, Deadline], QuantumCircuit]], ...] = (
@@ -156,7 +183,7 @@ def extract(text: str, cfg: ExtractionConfig = ExtractionConfig(), deadline: Dea
         return result
     # One sandbox time budget per completion: its Python blocks (and the whole-text attempt)
     # share python_timeout_s of wall-clock from here, so that several blocks cannot each take it.
-    sandbox_deadline = deadline.within(cfg.python_timeout_s)
+    sandbox_deadline = PythonDeadline(deadline, cfg.python_timeout_s)
     for name, strategy in STRATEGIES:
         deadline.check("extraction")
         try:
@@ -180,6 +207,12 @@ def extract(text: str, cfg: ExtractionConfig = ExtractionConfig(), deadline: Dea
             result.attempts.append((name, str(exc)))
             result.unsupported_error = str(exc)
             continue
+        except QASMLimitError as exc:
+            result.attempts.append((name, str(exc)))
+            result.limit_error = str(exc)
+            continue
+        except BudgetExceeded:
+            raise
         except Exception as exc:
             result.attempts.append((name, str(exc) or type(exc).__name__))
             continue

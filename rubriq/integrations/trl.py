@@ -7,7 +7,8 @@ score are the server's.
 
 The weights TRL sums with are the server's rubric (``GET /v1/rubric``), so TRL's reward is
 exactly the server's R.  Each distinct (target, completion) of a batch is sent once and kept in
-the functions' shared cache: the five functions of a batch cost one request.
+the functions' shared cache (transient answers, ``budget`` and ``sandbox``, are not kept): the
+five functions of a batch cost one request.
 
 >>> rewards = RemoteRubricRewards("http://127.0.0.1:8000")              # doctest: +SKIP
 >>> GRPOTrainer(..., reward_funcs=rewards.functions(),                    # doctest: +SKIP
@@ -23,7 +24,7 @@ from typing import Any
 from rubriq.cache import LRUCache
 from rubriq.config import RubricConfig
 from rubriq.evaluator.batch import spec_key
-from rubriq.evaluator.result import EvaluationResult
+from rubriq.evaluator.result import EvaluationResult, is_cacheable
 from rubriq.integrations.client import RubriQClient
 from rubriq.training.rewards import RubricRewards, completion_text
 
@@ -59,7 +60,9 @@ class RemoteRubricRewards(RubricRewards):
             answers = self.client.score([t for _, t in todo], [s for s, _ in todo])
             for key, answer in zip(todo, answers, strict=True):
                 self._t0s[key[0]] = answer.get("t0")
-                self._results[key] = batch[key] = result_from_dict(answer)
+                batch[key] = result = result_from_dict(answer)
+                if is_cacheable(result):  # a budget or sandbox answer is asked again next time
+                    self._results[key] = result
                 self.stats["evaluated"] += 1
         self.stats["seconds"] += time.perf_counter() - start  # timing/reward_s: the wait for the server
         return [batch[k] for k in keys]

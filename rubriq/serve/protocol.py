@@ -21,6 +21,7 @@ The answer has one result per item, in order: ``EvaluationResult.to_dict()`` plu
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,17 @@ from typing import Any
 from rubriq.cache import LRUCache
 from rubriq.config import ConfigError, RubricConfig
 from rubriq.evaluator.result import EvaluationResult, is_correct
+from rubriq.extract.sandbox.zygote import check_depth
 
+log = logging.getLogger(__name__)
+
+MAX_DEPTH = 32
+"""Deepest nesting of brackets a request body may have (a request needs 6: items, an item, a
+target with a list of terms); checked in linear time before the JSON parser, which recurses."""
+MAX_TARGET_DEPTH = 8
+"""Deepest nesting of a target spec given as a JSON string (parsed on its own)."""
+MAX_MESSAGE_CHARS = 300
+"""Longest reason an error answer quotes (one line; what a client sent is cut, never echoed whole)."""
 REQUEST_SECTIONS = ("weights", "fidelity_gating", "complexity", "tcount", "hardware", "efficiency")
 """Rubric sections a request may set: the reward's shape, not its cost or its safety."""
 TOP_LEVEL = ("items", "rubric")
@@ -40,6 +51,10 @@ class BadRequest(ValueError):
     field) and a message that starts with the field it is about."""
 
     def __init__(self, status: int, field: str, message: str) -> None:
+        message = " ".join(str(message).split())  # one line, whatever a client's value holds
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[: MAX_MESSAGE_CHARS - 3] + "..."
+        field = " ".join(str(field).split())[:MAX_MESSAGE_CHARS]
         super().__init__(f"{field}: {message}")
         self.status, self.field, self.message = status, field, message
 
@@ -95,7 +110,14 @@ class Targets:
         try:
             target = target_from_spec(json.loads(spec))
         except (ValueError, TypeError, LookupError) as exc:  # TargetError is a ValueError
-            raise BadRequest(422, field, " ".join(str(exc).split()) or type(exc).__name__) from None
+            raise BadRequest(422, field, str(exc) or type(exc).__name__) from None
+        except (ArithmeticError, AttributeError, RecursionError, MemoryError) as exc:
+            # a value of a type or size the target's parameters do not expect (1e308 qubits, ...):
+            # the request's fault, said in one line (the target classes check what they expect)
+            log.info("%s: target refused (%s: %s)", field, type(exc).__name__, str(exc)[:200])
+            raise BadRequest(
+                422, field, f"not a target spec this server can build ({type(exc).__name__}: {exc})"
+            ) from None
         caps = completion_limits(target, self.config.extraction).max_qasm_bytes
         grown = caps > self.config.extraction.max_qasm_bytes  # a rewrite target's larger caps
         info = TargetInfo(
@@ -115,13 +137,14 @@ def _t0(target: Any) -> int | None:
 
 
 def parse(body: bytes, limits: Limits, targets: Targets, server_config: RubricConfig) -> ScoreRequest:
-    """The checked request in ``body``, or :class:`BadRequest` naming the first bad field."""
-    try:
-        data = json.loads(body)
-    except UnicodeDecodeError as exc:
-        raise BadRequest(400, "body", f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise BadRequest(400, "body", f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    """The checked request in ``body``, or :class:`BadRequest` naming the first bad field.
+
+    Size, depth and type limits come before anything recursive: the body's nesting
+    (:data:`MAX_DEPTH`, in linear time), UTF-8, JSON without NaN or Infinity, integers of at most
+    4300 digits (Python's own limit); then every field's type, a target string's own depth
+    (:data:`MAX_TARGET_DEPTH`), the items' count and each completion's size.  Every refusal is a
+    :class:`BadRequest` with a one-line reason (4xx), never an exception of the parser."""
+    data = _loads(body, "body", MAX_DEPTH, 400)
     if not isinstance(data, dict):
         raise BadRequest(422, "body", f"expected a JSON object with 'items', got {_kind(data)}")
     unknown = sorted(set(data) - set(TOP_LEVEL))
@@ -166,12 +189,35 @@ def parse(body: bytes, limits: Limits, targets: Targets, server_config: RubricCo
     return ScoreRequest(items, config)
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _loads(data: bytes | str, field: str, max_depth: int, status: int) -> Any:
+    """``json.loads`` within the limits of :func:`parse` (BadRequest naming ``field`` otherwise)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(400, field, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        check_depth(data, max_depth)
+    except ValueError:
+        raise BadRequest(
+            status, field, f"JSON nested deeper than {max_depth} levels (or with unbalanced brackets)"
+        ) from None
+    try:
+        return json.loads(data, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise BadRequest(status, field, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NaN, an integer of 5000 digits, ...
+        raise BadRequest(status, field, f"not valid JSON: {exc}") from None
+
+
 def _spec(target: Any, field: str) -> str:
     if isinstance(target, str):
-        try:
-            target = json.loads(target)
-        except json.JSONDecodeError as exc:
-            raise BadRequest(422, field, f"a JSON string that does not parse: {exc.msg} (column {exc.colno})") from None
+        target = _loads(target, field, MAX_TARGET_DEPTH, 422)
     if not isinstance(target, dict):
         raise BadRequest(422, field, f"expected a target spec (an object with 'algorithm'), got {_kind(target)}")
     if "algorithm" not in target:
@@ -202,8 +248,8 @@ def _rubric(data: Any, server: RubricConfig) -> RubricConfig | None:
             merged[name] = value
     try:
         config = RubricConfig.from_dict(merged)
-    except ConfigError as exc:
-        raise BadRequest(422, "rubric", " ".join(str(exc).split())) from None
+    except (ConfigError, ValueError, TypeError, ArithmeticError, LookupError) as exc:
+        raise BadRequest(422, "rubric", str(exc) or type(exc).__name__) from None
     return None if config == server else config
 
 

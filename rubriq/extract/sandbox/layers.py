@@ -288,6 +288,9 @@ def become_subreaper() -> bool:
 # -- child K ----------------------------------------------------------------------------------
 TASKS_PER_JOB = 64
 """Tasks (processes and threads, the job's supervisor and init included) one job may hold."""
+SIGNALS_PER_JOB = 64
+"""Signals one job may have queued at once (``RLIMIT_SIGPENDING``; without it a job inherited the
+host's limit and queued 96,369 signals to itself, kernel memory outside its own limits)."""
 
 
 def tasks_counted_per_job(root: bool) -> tuple[bool, str]:
@@ -314,7 +317,7 @@ def tasks_counted_per_job(root: bool) -> tuple[bool, str]:
 
 
 def set_rlimits(memory_mb: int, cpu_s: int, nproc: int | None) -> None:
-    """Apply the job's resource limits (memory, CPU time, files, tasks, core dumps)."""
+    """Apply the job's resource limits (memory, CPU time, files, tasks, queued signals, core dumps)."""
     memory = memory_mb * 1024 * 1024
     limits = [
         (resource.RLIMIT_AS, memory),
@@ -325,6 +328,7 @@ def set_rlimits(memory_mb: int, cpu_s: int, nproc: int | None) -> None:
         (resource.RLIMIT_NOFILE, 64),
         (resource.RLIMIT_MEMLOCK, 0),
         (resource.RLIMIT_MSGQUEUE, 0),
+        (resource.RLIMIT_SIGPENDING, SIGNALS_PER_JOB),
     ]
     if nproc is not None:  # only where it counts this job's tasks alone (tasks_counted_per_job)
         limits.append((resource.RLIMIT_NPROC, nproc))
@@ -395,6 +399,7 @@ def isolation_facts() -> dict[str, object]:
         "hostname": os.uname().nodename,
         "rlimit_fsize": resource.getrlimit(resource.RLIMIT_FSIZE)[0],
         "rlimit_nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0],
+        "rlimit_sigpending": resource.getrlimit(resource.RLIMIT_SIGPENDING)[0],
     }
 
 
@@ -443,6 +448,8 @@ def check_isolation(
         missing["no_new_privs"] = "NoNewPrivs is not set"
     if facts.get("rlimit_fsize") != 0:
         missing["rlimits"] = "RLIMIT_FSIZE is not 0"
+    elif facts.get("rlimit_sigpending") != SIGNALS_PER_JOB:
+        missing["rlimits"] = f"RLIMIT_SIGPENDING is {facts.get('rlimit_sigpending')}, not {SIGNALS_PER_JOB}"
     per_job, why = tasks_counted_per_job(host_root)
     if not per_job:
         missing["task_limit"] = why

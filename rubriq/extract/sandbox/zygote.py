@@ -125,6 +125,24 @@ def loads_bounded(data: bytes, max_depth: int) -> Any:
     ...
     ValueError: nested deeper than 8 levels (or unbalanced)
     """
+    check_depth(data, max_depth)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError, MemoryError, TypeError) as exc:
+        raise ValueError(f"not JSON ({type(exc).__name__})") from None
+
+
+def check_depth(data: bytes, max_depth: int) -> None:
+    """Raise ValueError when the JSON text ``data`` (UTF-8) nests more than ``max_depth`` levels
+    of brackets outside its strings, or its brackets do not balance: in linear time, before any
+    recursive parser sees it (:func:`loads_bounded`, the scoring server's request bodies).
+
+    >>> check_depth(b'{"a": "[[[[", "b": [[]]}', 3)
+    >>> check_depth(b"[" * 200000, 32)
+    Traceback (most recent call last):
+    ...
+    ValueError: nested deeper than 32 levels (or unbalanced)
+    """
     # Every step is one scan in C, none can backtrack (a regex that stripped strings was
     # quadratic on an unterminated string of escaped quotes: 80 KB took 78 s, holding the
     # interpreter lock of every job of the zygote).  In valid JSON a backslash escapes the next
@@ -140,10 +158,6 @@ def loads_bounded(data: bytes, max_depth: int) -> Any:
         brackets = brackets.replace(b"[]", b"")
     if brackets:
         raise ValueError(f"nested deeper than {max_depth} levels (or unbalanced)")
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError, MemoryError, TypeError) as exc:
-        raise ValueError(f"not JSON ({type(exc).__name__})") from None
 
 
 def write_frame(fd: int, obj: dict) -> None:
