@@ -240,6 +240,9 @@ def write_reports(
     header = ["collection", "circuit", "qubits", "T0", "bucket"] + [f"published_{p}" for p in published_columns]
     for m in methods:
         header += [f"T_{m}", f"C_{m}", f"seconds_{m}", f"verified_{m}"]
+    ratio = "best_known" in published_columns and "pyzx" in methods
+    if ratio:
+        header.append("pyzx_over_best_known")
     with open(csv_path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(header)
@@ -257,6 +260,9 @@ def write_reports(
                     f"{r.seconds:.2f}",
                     r.verdict,
                 ]
+            if ratio:
+                value = pyzx_over_best_known(row)
+                line.append("" if value is None else f"{value:.4f}")
             writer.writerow(line)
     md_path.write_text(markdown(rows, methods, title, published_columns), encoding="utf-8")
     return csv_path, md_path
@@ -273,11 +279,19 @@ def markdown(rows: list[Row], methods: list[str], title: str, published_columns:
         "use extra ancilla qubits: a different problem, shown for reference, never a fair comparison.",
         "",
     ]
-    head = ["circuit", "qubits", "T0"] + [
-        f"{p} (published{', ancillas' if 'gadgetized' in p else ''})" for p in published_columns
-    ]
+    if "best_known" in published_columns:
+        lines += [
+            "best known = the lowest published ancilla-free T-count, its sources in "
+            "rubriq/suites/best_known_tcounts.csv; best known (ancillas) = a lower published count that needs extra "
+            "ancillas (blank: none); PyZX / best known = our verified PyZX T over the ancilla-free best known.",
+            "",
+        ]
+    head = ["circuit", "qubits", "T0"] + [column_label(p) for p in published_columns]
     for m in methods:
         head += [f"T {m}", f"C {m}", f"s {m}"]
+    ratio = "best_known" in published_columns and "pyzx" in methods
+    if ratio:
+        head.append("PyZX / best known")
     table = []
     for row in rows:
         c = row.circuit
@@ -287,6 +301,8 @@ def markdown(rows: list[Row], methods: list[str], title: str, published_columns:
             mark = "" if r.verified else "!"
             comp = compression(c.t0, r.t) if r.verified else None
             cells += ["-" if r.t is None else f"{r.t}{mark}", fmt(comp, 2), f"{r.seconds:.1f}"]
+        if ratio:
+            cells.append(fmt(pyzx_over_best_known(row), 3))
         table.append(cells)
     lines += markdown_table(head, table)
     lines += ["", "## Summary per method and T0 bucket", ""]
@@ -313,9 +329,41 @@ def markdown(rows: list[Row], methods: list[str], title: str, published_columns:
     return "\n".join(lines) + "\n"
 
 
-PUBLISHED_COLUMNS = ("PyZX", "Tpar", "Nam", "Feynman", "ATQ_gadgetized", "polytof_gadgetized")
-"""Columns of ``published_tcounts.csv`` shown next to our methods; the gadgetized ones use extra
-ancillas (a different problem): shown, marked, never compared."""
+PUBLISHED_COLUMNS = (
+    "PyZX",
+    "Tpar",
+    "Nam",
+    "Feynman",
+    "ATQ_gadgetized",
+    "polytof_gadgetized",
+    "best_known",
+    "best_known_ancillas",
+)
+"""Columns of ``published_tcounts.csv`` (and of ``best_known_tcounts.csv``, joined by the CLI)
+shown next to our methods; the gadgetized ones and ``best_known_ancillas`` use extra ancillas (a
+different problem): shown, marked, never compared."""
+
+
+def column_label(column: str) -> str:
+    """A published column's header in the markdown report.
+
+    >>> column_label("PyZX"), column_label("best_known"), column_label("best_known_ancillas")
+    ('PyZX (published)', 'best known', 'best known (ancillas)')
+    """
+    if column == "best_known":
+        return "best known"
+    if column == "best_known_ancillas":
+        return "best known (ancillas)"
+    return f"{column} (published{', ancillas' if 'gadgetized' in column else ''})"
+
+
+def pyzx_over_best_known(row: Row) -> float | None:
+    """Our verified PyZX T-count over the ancilla-free best known (None when either is missing
+    or the best known is 0)."""
+    r, best = row.results.get("pyzx"), row.published.get("best_known")
+    if r is None or not r.verified or r.t is None or not best or int(best) == 0:
+        return None
+    return r.t / int(best)
 
 
 def load_published(path: Path | str) -> tuple[dict[str, dict], tuple[str, ...]]:
@@ -342,13 +390,19 @@ def comparison_markdown(csv_path: Path | str) -> list[str]:
         lines = list(reader)
     published = [f.removeprefix("published_") for f in fields if f.startswith("published_")]
     methods = [f.removeprefix("verified_") for f in fields if f.startswith("verified_")]
-    head = ["circuit", "T0"] + [f"{p}{'*' if 'gadgetized' in p else ''}" for p in published]
+    head = ["circuit", "T0"] + [f"{p}{'*' if 'gadgetized' in p or 'ancillas' in p else ''}" for p in published]
     head += [f"**{m}**" for m in methods]
+    ratio = "pyzx_over_best_known" in fields
+    if ratio:
+        head.append("PyZX / best known")
     table = []
     for line in lines:
         cells = [line["circuit"], line["T0"]] + [line[f"published_{p}"] or "-" for p in published]
         for m in methods:
             t = line[f"T_{m}"]
             cells.append("-" if not t else t + ("" if line[f"verified_{m}"] in VERIFIED else "!"))
+        if ratio:
+            value = line["pyzx_over_best_known"]
+            cells.append(f"{float(value):.3f}" if value else "-")
         table.append(cells)
     return markdown_table(head, table)

@@ -75,6 +75,12 @@ def baselines(
     if published is not None:
         with reported(flag=None):
             reference, columns = load_published(published)
+    if suite == "tcount":  # the best known T-counts beside the published columns (best_known_tcounts.csv)
+        from rubriq.suites.best_known import best_known_columns
+
+        for name, known in best_known_columns().items():
+            reference.setdefault(name, {}).update(known)
+        columns = (*columns, "best_known", "best_known_ancillas")
     with reported():
         circuits = load_collection(suite, suite_dir)
     if max_t0 is not None:
