@@ -36,7 +36,7 @@ LAYERS = [
     {"suites", "baselines", "data"},  # circuit collections, compiler baselines, datasets
     {"models", "evaluation", "training", "hardware"},  # LMs, metrics/reports, TRL glue, devices
     {"studies", "app", "integrations"},  # experiments, the app, RL-framework adapters (+ client)
-    {"cli"},  # the command line (rubriq/cli/, one module per command group)
+    {"cli", "__main__"},  # the command line (rubriq/cli/, one module per command group; python -m rubriq)
 ]
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
 

@@ -10,6 +10,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -195,13 +196,35 @@ def param_dict(items: list[str]) -> dict:
         fail(str(exc), "--param")
 
 
+def packaged(path: str | Path) -> Path:
+    """``path`` as given when it exists; else, for a path the docs write from the repository's root
+    (``rubriq/examples/...``, ``configs/...``), the copy shipped inside the installed package, so
+    that the README's commands also run from an empty folder after ``pip install rubriq``.
+
+    >>> packaged("configs/quickstart_cpu.yaml").is_file(), packaged("no/such.yaml")
+    (True, PosixPath('no/such.yaml'))
+    """
+    import rubriq
+
+    path = Path(path)
+    if path.exists() or path.is_absolute():
+        return path
+    root = Path(rubriq.__file__).resolve().parent
+    parts = path.parts
+    if parts[:2] == ("rubriq", "examples") or parts[:1] == ("configs",):
+        shipped = root.joinpath(*parts[1:]) if parts[0] == "rubriq" else root / "configs" / Path(*parts[1:])
+        if shipped.exists():
+            return shipped
+    return path
+
+
 def read_input(path: str, flag: str = "FILE", allow_empty: bool = True) -> str:
     from rubriq.extract.files import InputError, read_text_file
 
     if path == "-":
         return sys.stdin.read()
     try:
-        return read_text_file(path, allow_empty=allow_empty)
+        return read_text_file(packaged(path), allow_empty=allow_empty)
     except InputError as exc:
         fail(str(exc), flag)
 

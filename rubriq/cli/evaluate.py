@@ -17,6 +17,7 @@ from rubriq.cli.common import (
     console,
     err,
     new_table,
+    packaged,
     reported,
 )
 from rubriq.evaluation.settings import EndpointSettings
@@ -286,6 +287,7 @@ def leaderboard(
     same k, run the compilers on the rewrite prompts, and write the table (results/leaderboard/)."""
     from rubriq.evaluation.leaderboard import run
 
+    config = packaged(config)
     check(config.is_file(), "YAML", f"no such file: {config}")
     with reported():
         readme = run(config, table_only=table_only, force=force, only=tuple(only))

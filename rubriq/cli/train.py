@@ -11,6 +11,7 @@ from rubriq.cli.common import (
     app,
     check,
     console,
+    packaged,
     reported,
 )
 from rubriq.options import typer_options
@@ -57,6 +58,7 @@ def train_run(
         1 <= launch.main_process_port <= 65535, "--main-process-port", f"{launch.main_process_port} is not a TCP port"
     )
     check(run.max_steps is None or run.max_steps >= 1, "--max-steps", f"must be >= 1, got {run.max_steps}")
+    config = packaged(config)
     check(config.is_file(), "YAML", f"no such file: {config}")
     check(
         launch.accelerate_config is None or Path(launch.accelerate_config).is_file(),

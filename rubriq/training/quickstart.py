@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rubriq.evaluation.records import ScoredRecord
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "quickstart_cpu.yaml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "quickstart_cpu.yaml"
+"""Shipped in the package (rubriq/configs, a link to the repository's configs/ in a checkout)."""
 PHASES = ("before SFT", "after SFT", "after GRPO")
 
 
