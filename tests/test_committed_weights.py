@@ -77,3 +77,31 @@ def test_every_lora_tensor_fits_the_module_it_adapts():
             seen.add(match.group(1).rsplit(".", 1)[1])
     assert seen == set(adapter["target_modules"])
     assert len(keys) == 2 * config.num_hidden_layers * len(seen)
+
+
+def test_every_committed_policy_folder_has_a_model_card():
+    """A README.md in the Hugging Face convention (YAML front matter: base model, library, metrics)
+    beside every committed adapter, its numbers those of the committed evaluation (curve.jsonl)."""
+    import json
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1] / "results"
+    folders = [p.parent for p in root.rglob("adapter_config.json")]
+    assert folders
+    for folder in folders:
+        text = (folder / "README.md").read_text(encoding="utf-8")
+        assert text.startswith("---\n"), folder
+        meta = yaml.safe_load(text.split("---\n")[1])
+        assert meta["base_model"] and meta["library_name"] == "peft" and meta["model-index"], folder
+        for heading in ("## Training data and recipe", "## Evaluation", "## Intended use and limits", "## How to load"):
+            assert heading in text, (folder, heading)
+    last = json.loads((WARM_START.parent / "curve.jsonl").read_text().splitlines()[-1])
+    metrics = {
+        m["type"]: m["value"]
+        for m in yaml.safe_load((WARM_START / "README.md").read_text().split("---\n")[1])["model-index"][0]["results"][
+            0
+        ]["metrics"]
+    }
+    for key in ("correct_reduction_rate", "copy_rate", "wrong_rate", "gap_closed"):
+        assert metrics[key] == round(last[key], 3), key
