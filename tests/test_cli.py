@@ -130,6 +130,21 @@ WALK = {
         0,
         ["wrote"],
     ),
+    # the tiny random model stands in for the committed warm-start (its folder is not copied in)
+    "rubriq optimize rubriq/examples/rewrites/small3.qasm --model results/studies/rewriting/warm_start -n 4 "
+    "--then pyzx --out runs/optimize/small3.qasm": (
+        ["--model", "tiny", "--max-new-tokens", "8", "-n", "2"],
+        0,
+        ["T0 = 6", "policy+pyzx", "*best*", "wrote runs/optimize/small3.qasm and runs/optimize/small3.json"],
+    ),
+    "rubriq data build --from-qasm rubriq/examples/rewrites --policy results/studies/rewriting/warm_start "
+    "--out runs/mine": (["--policy", "tiny"], 0, ["2 rewrite prompts (full style)", "small3"]),
+    "rubriq evaluate --model results/studies/rewriting/warm_start --dataset runs/mine --samples 4 --temperature 0.8 "
+    "--top-p 1 --out runs/eval-mine": (
+        ["--model", "tiny", "--max-new-tokens", "8"],
+        0,
+        ["correct, T < T0 (reduction)", "gap to PyZX closed", "wrote"],
+    ),
     "rubriq quickstart": (["--config", "TINY"], 0, ["report:", "rubriq synthesize"]),
     "rubriq train run configs/rubriq_grpo.yaml --launcher accelerate --num-processes 4 --accelerate-config "
     "configs/accelerate/deepspeed_zero2.yaml --dry-run": ([], 0, ["config ok", "accelerate launch"]),

@@ -179,7 +179,7 @@ def optimize(
     console.print(table)
     for row in result.rows:
         if row.note:
-            console.print(f"{row.method}: {row.note}", markup=False, soft_wrap=True)
+            console.print(f"{row.method}: {row.note}", markup=False)
     if show_all and result.candidates:
         listing = new_table("sampled rewrites", "#", "parsed", "T", "verdict", "F_avg")
         for c in result.candidates:
@@ -211,6 +211,5 @@ def optimize(
         f"best: {best.method}, T {result.t0} -> {best.t}, two-qubit gates {result.rows[0].two_qubit} -> "
         f"{best.two_qubit}, depth {result.rows[0].depth} -> {best.depth} ({how})",
         markup=False,
-        soft_wrap=True,
     )
     console.print(f"wrote {target} and {sidecar}", markup=False)
