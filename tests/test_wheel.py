@@ -43,7 +43,9 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     dist = root / "dist"
     env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     done = run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(src)], root, env
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(src)],
+        root,
+        env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = dist.glob("rubriq-*.whl")
