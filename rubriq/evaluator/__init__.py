@@ -75,6 +75,13 @@ class RubriQEvaluator:
         self._executor_workers = 0
         self.stats = {"evaluations": 0, "text_cache_hits": 0, "circuit_cache_hits": 0, "scored": 0}
         self.sandbox_problems = check_sandbox(self.config)
+        if self.config.extraction.allow_python and self.config.extraction.python_prefilter:
+            from rubriq.extract.sandbox.guard import GuardError, deserialization_names
+
+            try:  # once per machine and package versions (then read from the cache folder)
+                deserialization_names()
+            except GuardError as exc:  # each Python completion says so (parse error), none runs
+                log.error("RubriQ pre-filter: %s", exc)
 
     def evaluate(self, text: str) -> EvaluationResult:
         """Score one completion; never raises for any input string; same input, same result."""

@@ -23,7 +23,22 @@ rubriq.extract.sandbox.guard.GuardError: import from 'numpy.ctypeslib' is not al
 from __future__ import annotations
 
 import ast
+import builtins
+import dis
+import functools
+import hashlib
+import json
+import logging
+import os
 import re
+import subprocess
+import sys
+import types
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+log = logging.getLogger(__name__)
 
 ALLOWED_MODULES = ("qiskit", "qiskit_aer", "numpy", "math", "cmath")
 ALLOWED_SUBPACKAGES = ("qiskit_ibm_runtime.fake_provider",)
@@ -291,6 +306,246 @@ def _identifier_fields(node_type: type[ast.AST]) -> tuple[str, ...] | None:
     return tuple(found)
 
 
+# -- deserialization entry points, derived ------------------------------------------------------------
+# Unpickling runs any code a byte string names (``cbuiltins\nexec\n...``): round 5 reached it
+# through ``np.load(F(b"..."), allow_pickle=True)`` with F a file-like class of the completion's
+# own.  Which names of the allowed modules lead to a deserializer is not typed by hand: a walk
+# (:func:`derive_deserialization_names`) follows every attribute name the pre-filter admits from
+# the allowed imports and reads the bytecode of every function it meets (and of the implicit
+# methods of every class: ``__init__``, ``__getitem__``, ...), through the globals, imports and
+# attribute chains it calls, to the interpreter's own deserializers below; every attribute name
+# under which such an entry point was found is refused (numpy's ``load``, ``NpzFile`` ...,
+# dill's or joblib's ``load`` where the walk reaches them).
+DESERIALIZER_MODULES = ("pickle", "_pickle", "marshal")
+"""The interpreter's deserializers of objects and code: every other one (numpy's load with
+pickles, dill, joblib, cloudpickle, shelve, qiskit's own) is built on one of these; their
+``load*`` functions and every ``Unpickler`` subclass are the roots the walk looks for."""
+WALK_DEPTH = 4
+"""Attribute names followed from each allowed import (as deep as the round-4 module walk)."""
+CALL_DEPTH = 6
+"""Calls followed from a function reached by the walk to a deserializer."""
+WALK_MODULES = ("qiskit_aer", "qiskit_ibm_runtime.fake_provider")
+"""Imported by the derivation (a subprocess) besides the zygote's own pre-imports."""
+
+
+def _deserializer_roots() -> tuple[set[int], tuple[type, ...]]:
+    import marshal
+    import pickle
+
+    modules = [sys.modules.get(name) for name in DESERIALIZER_MODULES]
+    roots = {
+        id(obj)
+        for module in (m for m in modules if m is not None)
+        for name, obj in vars(module).items()
+        if callable(obj) and "load" in name.lower()
+    }
+    unpicklers = tuple(
+        {pickle.Unpickler, pickle._Unpickler} | {getattr(sys.modules.get("_pickle"), "Unpickler", pickle.Unpickler)}
+    )
+    roots |= {id(marshal.load), id(marshal.loads)}
+    return roots, unpicklers
+
+
+class _EntryPoints:
+    """Whether an object reaches a deserializer (see above); memoized per code object."""
+
+    def __init__(self) -> None:
+        self.roots, self.unpicklers = _deserializer_roots()
+        self._code: dict[int, bool] = {}
+
+    def reaches(self, obj: Any, depth: int = CALL_DEPTH) -> bool:
+        if id(obj) in self.roots:
+            return True
+        if isinstance(obj, type):
+            try:
+                if issubclass(obj, self.unpicklers):
+                    return True
+            except TypeError:
+                return False
+            return depth > 0 and any(self.reaches(method, depth - 1) for method in _implicit_methods(obj))
+        if isinstance(obj, functools.partial):
+            return self.reaches(obj.func, depth)
+        func = getattr(obj, "__func__", obj)  # a bound method
+        func = getattr(func, "__wrapped__", func) if not isinstance(func, types.FunctionType) else func
+        if not isinstance(func, types.FunctionType) or depth <= 0:
+            return False
+        key = id(func.__code__)
+        if key not in self._code:
+            self._code[key] = False  # a recursive call is not a new route
+            self._code[key] = any(self.reaches(ref, depth - 1) for ref in _references(func))
+        return self._code[key]
+
+
+def _implicit_methods(cls: type) -> Iterator[Any]:
+    """The dunder methods a class defines (called without naming them: construction, indexing,
+    iteration, context managers ...), from its own MRO but ``object``'s."""
+    for klass in cls.__mro__[:-1]:
+        for name, value in list(vars(klass).items()):
+            if name.startswith("__") and name.endswith("__"):
+                yield value
+
+
+def _references(func: types.FunctionType) -> Iterator[Any]:
+    """What ``func``'s bytecode calls or hands on (nested functions' too): a global or builtin, a
+    closure cell, an imported module's attribute, or the end of an attribute chain from one of
+    them (``pickle.load(...)``, ``format.read_array(...)``, ``NpzFile(...)``; a public function
+    passed as a value too: qpy hands ``np.load`` to the helper that calls it).  A private
+    function passed as a value is not followed: that is how a task goes to a process pool
+    (qiskit's PassManager.run hands ``_run_workflow_in_new_process``, which unpickles with dill,
+    to parallel_map), a route the job cannot take (seccomp refuses new processes), and ``run``
+    is a name honest code needs."""
+    cells = dict(zip(func.__code__.co_freevars, func.__closure__ or (), strict=False))
+    codes = [func.__code__]
+    while codes:
+        code = codes.pop()
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        current: Any = None
+        calling = null_pushed = False
+        for ins in dis.get_instructions(code):
+            op = ins.opname
+            if op in ("LOAD_ATTR", "LOAD_METHOD", "IMPORT_FROM") and current is not None:
+                try:
+                    current = (
+                        getattr(current, str(ins.argval), None)
+                        if isinstance(current, (types.ModuleType, type))
+                        else None
+                    )
+                except Exception:  # noqa: BLE001 - a lazy attribute that fails to load
+                    current = None
+                calling = calling or op != "LOAD_ATTR"
+                continue
+            if current is not None and (calling or not str(getattr(current, "__name__", "_")).startswith("_")):
+                yield current  # the chain ended: called, or a public function handed on
+            current, calling = None, False
+            if op == "LOAD_GLOBAL":
+                name = str(ins.argval)
+                current = func.__globals__.get(name, getattr(builtins, name, None))
+                calling = ins.argrepr.startswith("NULL") or null_pushed
+            elif op in ("LOAD_DEREF", "LOAD_CLASSDEREF") and ins.argval in cells:
+                try:
+                    current = cells[ins.argval].cell_contents
+                except ValueError:
+                    current = None
+                calling = null_pushed
+            elif op == "IMPORT_NAME":
+                current = sys.modules.get(str(ins.argval))
+            null_pushed = op == "PUSH_NULL"
+        if current is not None and (calling or not str(getattr(current, "__name__", "_")).startswith("_")):
+            yield current
+
+
+def derive_deserialization_names(depth: int = WALK_DEPTH) -> dict[str, str]:
+    """{attribute name: one path to a deserialization entry point under it}, found by walking
+    every attribute name the pre-filter admits from the allowed imports (in this process: the
+    zygote's pre-imports and :data:`WALK_MODULES` are imported first)."""
+    import importlib
+
+    from rubriq.extract.sandbox import zygote
+
+    for name in (*zygote.PRELOADED, *zygote.OPTIONAL_PRELOADED, *WALK_MODULES):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    entry = _EntryPoints()
+    found: dict[str, str] = {}
+    seen: set[int] = set()
+    starts = [*ALLOWED_MODULES, *ALLOWED_SUBPACKAGES]
+    queue = deque((sys.modules[m], m, 0) for m in starts if m in sys.modules)
+    while queue:
+        obj, path, level = queue.popleft()
+        if id(obj) in seen or level >= depth:
+            continue
+        seen.add(id(obj))
+        try:
+            names = dir(obj)
+        except Exception:  # noqa: BLE001 - an object whose dir() fails is not walked
+            continue
+        for name in names:
+            if name in found:
+                continue
+            try:
+                _check_admitted(name)
+                value = getattr(obj, name)
+            except Exception:  # noqa: BLE001 - refused names and attributes that fail to load
+                continue
+            if entry.reaches(value):
+                found[name] = f"{path}.{name}"
+            elif id(value) not in seen:
+                queue.append((value, f"{path}.{name}", level + 1))
+    return found
+
+
+def _check_admitted(name: str) -> None:
+    """:func:`check_identifier` for an attribute, without the derived names themselves."""
+    _check_attribute(name)
+
+
+def _walk_key() -> str:
+    """What the derived names depend on: this interpreter, the allowed packages' versions, the
+    pre-filter's own source."""
+    from importlib import metadata
+
+    versions = []
+    for dist in ("numpy", "qiskit", "qiskit-aer", "qiskit-ibm-runtime", "dill", "joblib", "cloudpickle"):
+        try:
+            versions.append(f"{dist}={metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            versions.append(f"{dist}=-")
+    with open(__file__, "rb") as fh:
+        source = hashlib.sha256(fh.read()).hexdigest()
+    blob = f"{sys.executable}|{sys.version}|{'|'.join(versions)}|{source}"
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+DERIVE_TIMEOUT_S = 600.0
+DERIVE_COMMAND = (
+    "import json; from rubriq.extract.sandbox.guard import derive_deserialization_names as d; "
+    "print(json.dumps(d(), sort_keys=True))"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def deserialization_names() -> frozenset[str]:
+    """The attribute names the pre-filter refuses because a deserializer lies under them
+    (:func:`derive_deserialization_names`), derived once per machine and package versions in a
+    subprocess (it imports what the jobs may import) and kept in RubriQ's cache folder.  Raises
+    :class:`GuardError` if they cannot be derived (the pre-filter then refuses Python: it cannot
+    know what it would let through)."""
+    from rubriq.cache import cache_root
+
+    path = cache_root() / "prefilter" / f"deserializers-{_walk_key()}.json"
+    try:
+        with open(path) as fh:
+            return frozenset(json.load(fh))
+    except (OSError, ValueError):
+        pass
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", DERIVE_COMMAND],
+            capture_output=True,
+            text=True,
+            timeout=DERIVE_TIMEOUT_S,
+        )
+        found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else None
+    except (OSError, ValueError, IndexError, subprocess.SubprocessError) as exc:
+        found, proc = None, None
+        log.error("pre-filter: deriving the deserialization entry points failed: %s", exc)
+    if not isinstance(found, dict):
+        detail = proc.stderr[-500:] if proc is not None else ""
+        raise GuardError(f"the pre-filter could not derive the deserialization entry points {detail}".strip())
+    log.info("pre-filter: %d deserialization entry points derived (%s)", len(found), ", ".join(sorted(found)))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with open(tmp, "w") as fh:
+            json.dump(found, fh, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only home: derived again by the next process
+        log.warning("pre-filter: could not keep the derived names in %s: %s", path, exc)
+    return frozenset(found)
+
+
 def check_identifier(name: str, role: str) -> None:
     """Raise :class:`GuardError` when the identifier ``name``, in a field of ``role`` (see
     :data:`IDENTIFIER_ROLES`), is outside what honest circuit code needs.
@@ -303,17 +558,14 @@ def check_identifier(name: str, role: str) -> None:
     rubriq.extract.sandbox.guard.GuardError: access to private attribute '__globals__' is not allowed
     """
     if role == "attribute":
-        if name.startswith("_"):
-            raise GuardError(f"access to private attribute {name!r} is not allowed")
-        if name in DANGEROUS_NAMES:
-            raise GuardError(f"access to attribute {name!r} is not allowed (a module reachable through another one)")
-        if name in RUNTIME_NAMES:
-            raise GuardError(f"access to attribute {name!r} is not allowed (IBM Quantum's service)")
-        if name in INTROSPECTION_ATTRIBUTES:
-            raise GuardError(f"access to attribute {name!r} is not allowed (frame or code introspection)")
+        _check_attribute(name)
+        if name in deserialization_names():
+            raise GuardError(f"access to attribute {name!r} is not allowed (a deserialization entry point)")
     elif role == "name":
         if name in FORBIDDEN_NAMES or (name.startswith("__") and name not in ALLOWED_DUNDER_NAMES):
             raise GuardError(f"use of {name!r} is not allowed")
+        if name in deserialization_names():  # bound by a star import
+            raise GuardError(f"use of {name!r} is not allowed (a deserialization entry point)")
     elif role == "module":
         first, *rest = name.split(".")
         if first.startswith("_"):
@@ -325,6 +577,17 @@ def check_identifier(name: str, role: str) -> None:
             raise GuardError(f"the name {name!r} is not allowed")
     else:
         raise GuardError(f"identifier role {role!r} is unknown to the pre-filter")
+
+
+def _check_attribute(name: str) -> None:
+    if name.startswith("_"):
+        raise GuardError(f"access to private attribute {name!r} is not allowed")
+    if name in DANGEROUS_NAMES:
+        raise GuardError(f"access to attribute {name!r} is not allowed (a module reachable through another one)")
+    if name in RUNTIME_NAMES:
+        raise GuardError(f"access to attribute {name!r} is not allowed (IBM Quantum's service)")
+    if name in INTROSPECTION_ATTRIBUTES:
+        raise GuardError(f"access to attribute {name!r} is not allowed (frame or code introspection)")
 
 
 def _check_identifiers(node: ast.AST) -> None:
@@ -379,6 +642,10 @@ def _check_import(node: ast.Import | ast.ImportFrom) -> None:
     for alias in node.names:
         if alias.name.startswith("_") or alias.name in DANGEROUS_NAMES or alias.name in RUNTIME_NAMES:
             raise GuardError(f"importing {alias.name!r} from {node.module!r} is not allowed")
+        if alias.name in deserialization_names():
+            raise GuardError(
+                f"importing {alias.name!r} from {node.module!r} is not allowed (a deserialization entry point)"
+            )
 
 
 def check_code(code: str) -> None:
@@ -395,9 +662,11 @@ def check_code(code: str) -> None:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             _check_import(node)  # first: its messages name the module rules
         _check_identifiers(node)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if "__" in node.value and node.value not in ALLOWED_DUNDER_STRINGS:
-                raise GuardError("string literals containing '__' are not allowed")
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            # bytes get the checks strings get (a pickle names its callables in a bytes literal)
+            text = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
+            if "__" in text and text not in ALLOWED_DUNDER_STRINGS:
+                raise GuardError(f"{type(node.value).__name__} literals containing '__' are not allowed")
         elif isinstance(node, ast.MatchClass) and node.patterns:
             # case C(p): reads the attribute that C.__match_args__ names, i.e. a name chosen at
             # run time that no check of the source can see
