@@ -712,7 +712,7 @@ def _hidden_ancestor(path: str) -> str | None:
 @pytest.mark.skipif(os.geteuid() != 0, reason="this run is already unprivileged")
 @pytest.mark.timeout(int(1000 * TIME_SCALE))  # four test files again (~7 min on 2 loaded cores)
 def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
-    """The hostile corpus, the seccomp table, the integrity cases and the host-file cases again,
+    """The hostile corpus, the seccomp table, the integrity cases, the host-file cases and round 5 again,
     as `nobody` (setpriv), with every layer required: the sandbox must hold without root. An interpreter under a 0700 directory (pyenv in
     /root) is made reachable for that run only, in a private mount namespace (unshare)."""
     import shutil
@@ -757,6 +757,7 @@ def test_the_corpus_holds_as_an_unprivileged_user(tmp_path):
         "tests/test_seccomp.py",
         "tests/test_sandbox_integrity.py",
         "tests/test_sandbox_host.py",
+        "tests/test_untrusted_round5.py",
         "-k",
         "not unprivileged",
     ]
