@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from qiskit import QuantumCircuit
@@ -71,8 +72,11 @@ _POW = re.compile(r"\bpow\s*\(")
 _CTRL = re.compile(r"\b(?:neg)?ctrl\s*(?:\(\s*(\d+)\s*\))?\s*@")
 # Every way OpenQASM 2/3 declares a register (sizes must be integer literals: a size computed by
 # an expression, `bit[n]` with `const int n`, could not be bounded before parsing):
-_REGISTER_2 = re.compile(r"\b(qreg|creg)\s+([A-Za-z_]\w*)\s*\[([^\]]*)\]")
-_REGISTER_3 = re.compile(r"\b(qubit|bit)\s*\[([^\]]*)\]\s*([A-Za-z_]\w*)?")
+_REGISTER_2 = re.compile(r"\b(qreg|creg)\s+([A-Za-z_]\w*)\s*\[")
+_REGISTER_3 = re.compile(r"\b(qubit|bit)\s*\[")
+_LITERAL_SIZE = re.compile(r"\s*(\d+)\s*\]\s*([A-Za-z_]\w*)?")
+"""What must follow a declaration's ``[``: an integer literal, ``]`` (and the register's name);
+matched at that position only, so that the scan stays linear on any text."""
 _SINGLE_3 = re.compile(r"\b(qubit|bit)\s+([A-Za-z_]\w*)\s*[;=]")
 _HARDWARE_QUBIT = re.compile(r"\$(\d+)")
 _ALIAS = re.compile(r"\blet\s+([A-Za-z_]\w*)\s*=")
@@ -91,11 +95,17 @@ def precheck_raw(text: str, limits: QASMLimits) -> None:
             raise QASMError(f"include {name!r} refused: only qelib1.inc and stdgates.inc are allowed")
 
 
-def _size(literal: str, what: str) -> int:
-    literal = literal.strip()
-    if not literal.isdigit():
-        raise QASMLimitError(f"{what} size must be an integer literal, got {literal[:40]!r}")
-    return int(literal)
+def _declarations(pattern: re.Pattern[str], code: str) -> Iterator[tuple[str, str, int]]:
+    """(kind, name or "", size) of every declaration ``pattern`` finds; a size that is not an
+    integer literal is refused (an expression, ``bit[n]`` with ``const int n``, could not be
+    bounded before parsing)."""
+    for head in pattern.finditer(code):
+        literal = _LITERAL_SIZE.match(code, head.end())
+        if literal is None:
+            got = code[head.end() : head.end() + 40].split("]")[0].strip()
+            raise QASMLimitError(f"{head.group(1)} size must be an integer literal, got {got!r}")
+        name = head.group(2) if head.lastindex == 2 else literal.group(2) or ""
+        yield head.group(1), name, int(literal.group(1))
 
 
 def sizes(program: str, limits: QASMLimits) -> dict[str, int]:
@@ -117,15 +127,13 @@ def sizes(program: str, limits: QASMLimits) -> dict[str, int]:
     code = _STRING.sub('""', program)
     registers: dict[str, int] = {}
     qubits = clbits = 0
-    for kind, name, size in _REGISTER_2.findall(code):
-        n = _size(size, kind)
+    for kind, name, n in _declarations(_REGISTER_2, code):
         registers[name] = n
         if kind == "qreg":
             qubits += n
         else:
             clbits += n
-    for kind, size, name in _REGISTER_3.findall(code):
-        n = _size(size, kind)
+    for kind, name, n in _declarations(_REGISTER_3, code):
         if name:
             registers[name] = n
         if kind == "qubit":
