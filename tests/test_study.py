@@ -1092,6 +1092,9 @@ def test_group_logs_of_every_training_step(units_run):
         assert s["train_reward"] == pytest.approx(s["reward"])  # a rubric arm trains on R itself
         if s["family"] == "rewrite":
             assert s["outcome"] in ("reduction", "copy", "wrong", "other_correct")
+    text = (units_run / "out" / "summary.md").read_text()
+    assert "## What GRPO's groups held during training" in text and "| rubric_relative_correct seed 0 | 1-2 |" in text
+    assert "## Correct reductions (correct with T < T0) per evaluated step" in text
     binary = [
         json.loads(x)
         for x in (units_run / "out" / "arms" / "binary" / "seed0" / "train_scores.jsonl").read_text().splitlines()

@@ -286,6 +286,94 @@ def paired_from_step0(out: Path, study: StudySettings, final_step: int) -> dict[
     return found
 
 
+def wilson(k: int, n: int, level: float = 0.95) -> tuple[float | None, float | None, float | None]:
+    """The proportion k / n with its Wilson score interval (scipy's ``binomtest``).
+
+    >>> [round(v, 3) for v in wilson(17, 192)]
+    [0.089, 0.056, 0.137]
+    """
+    if n <= 0:
+        return (None, None, None)
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=level, method="wilson")
+    return (k / n, float(ci.low), float(ci.high))
+
+
+def reductions_per_step(out: Path, study: StudySettings) -> list[dict[str, Any]]:
+    """Per finished arm-seed, prompt set and evaluated step: the correct reductions (correct with
+    T < T0) among the rewrite samples with their Wilson interval, the prompts with at least one,
+    and the per-prompt paired change of the reduction rate from step 0 (mean over prompts, 95%
+    t-interval over prompts; with ``same_eval_seed`` both steps drew the same random numbers)."""
+    from rubriq.studies.analysis import rewrite_outcome
+
+    def per_prompt(records: list[dict]) -> dict[str, list[float]]:
+        by: dict[str, list[float]] = {}
+        for r in records:
+            outcome = rewrite_outcome(r, EPS)
+            if outcome is not None:
+                by.setdefault(str(r.get("prompt_id")), []).append(1.0 if outcome == "reduction" else 0.0)
+        return by
+
+    found = []
+    for name in study.arms:
+        for seed, _ in layout.finished_arm_seeds(out, study, name):
+            for split in ["test", *(["train"] if study.train_eval_prompts else []), *study.eval_tiers]:
+                base = per_prompt(layout.read_jsonl(layout.step0_records(out, split, seed)))
+                for step in study.tier_steps(split):
+                    records = layout.read_jsonl(layout.eval_records(out, study, name, seed, split, step))
+                    if not records:
+                        continue
+                    now = per_prompt(records)
+                    flat = [v for vs in now.values() for v in vs]
+                    change = mean_ci([statistics.fmean(now[p]) - statistics.fmean(base[p]) for p in now if p in base])
+                    found.append(
+                        {
+                            "arm": name,
+                            "seed": seed,
+                            "split": split,
+                            "step": step,
+                            "reductions": int(sum(flat)),
+                            "samples": len(flat),
+                            "rate": wilson(int(sum(flat)), len(flat)),
+                            "prompts_with_one": sum(1 for vs in now.values() if any(vs)),
+                            "prompts": len(now),
+                            "change_from_step0": change if step else (0.0, 0.0, 0.0),
+                        }
+                    )
+    return found
+
+
+def training_groups(out: Path, study: StudySettings, window: int = 10) -> dict[str, list[dict[str, Any]]]:
+    """Per finished arm-seed that logged its groups (``groups.jsonl``): the group statistics
+    (:mod:`rubriq.studies.groups`) with TRL's entropy and KL, averaged over windows of ``window``
+    steps; {} for studies run before the groups were logged."""
+    from rubriq.studies.groups import window_means
+
+    keys = (
+        "groups_with_reduction",
+        "adv_reduction",
+        "adv_copy",
+        "adv_wrong",
+        "reduction_rate",
+        "copy_rate",
+        "wrong_rate",
+        "entropy",
+        "kl",
+    )
+    found: dict[str, list[dict[str, Any]]] = {}
+    for name in study.arms:
+        for seed, arm_dir in layout.finished_arm_seeds(out, study, name):
+            groups = layout.read_jsonl(arm_dir / "groups.jsonl")
+            if not groups:
+                continue
+            logged = [r for r in layout.read_jsonl(arm_dir / "metrics.jsonl") if "train_runtime" not in r]
+            trl = {int(r["step"]): r for r in logged if isinstance(r.get("step"), int)}
+            rows = [{**g, **{k: trl.get(g["step"], {}).get(k) for k in ("entropy", "kl")}} for g in groups]
+            found[f"{name} seed {seed}"] = window_means(rows, keys, window)
+    return found
+
+
 def _rows(folder: Path, split: str) -> list[dict]:
     """A split's rows ([] where the folder or split is missing, as in committed results)."""
     from rubriq.data.prompts import load_split

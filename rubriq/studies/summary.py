@@ -13,7 +13,16 @@ from pathlib import Path
 
 from rubriq.config import ConfigError
 from rubriq.studies import plots
-from rubriq.studies.aggregate import aggregate, collect, correlations, paired_from_step0, series, warm_starts
+from rubriq.studies.aggregate import (
+    aggregate,
+    collect,
+    correlations,
+    paired_from_step0,
+    reductions_per_step,
+    series,
+    training_groups,
+    warm_starts,
+)
 from rubriq.studies.data import tier_folder
 from rubriq.studies.settings import StudySettings
 from rubriq.tables import fmt, format_ci, markdown_table
@@ -64,6 +73,10 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
     tier_prompts = tier_prompt_counts(out, study)
     agg = aggregate(rows, study)
     agg["paired_from_step0"] = paired_from_step0(out, study, agg["final_step"])
+    groups = training_groups(out, study)
+    if groups:  # a study that logged its groups (2026-12-06 on): correct reductions and group logs
+        agg["reductions"] = reductions_per_step(out, study)
+        agg["training_groups"] = groups
     corr = correlations(out, study, agg["final_step"])
     filtered = json.loads((out / "filter.json").read_text()) if (out / "filter.json").is_file() else None
     train_prompts = study.train_eval_prompts
@@ -134,6 +147,8 @@ def summary_markdown(
     lines += _paired_differences(study, agg)
     lines += _correlations(corr)
     lines += _change_from_step0(agg)
+    lines += _reductions(agg.get("reductions") or [])
+    lines += _groups(agg.get("training_groups") or {})
     lines += _warm_starts(starts)
     lines += [""]
     for alt, name in figures:
@@ -495,6 +510,57 @@ def _change_from_step0(agg: dict) -> list[str]:
         ],
         table,
     )
+    return lines
+
+
+def _reductions(found: list[dict]) -> list[str]:
+    if not found:
+        return []
+    lines = [
+        "",
+        "## Correct reductions (correct with T < T0) per evaluated step",
+        "",
+        "Of the rewrite samples: the correct reductions with their 95% Wilson interval, the prompts with at "
+        "least one, and the mean over prompts of the per-prompt change of the reduction rate from the same "
+        "seed's step 0 (95% t-interval over prompts).",
+        "",
+    ]
+    table = [
+        [
+            f["arm"],
+            str(f["seed"]),
+            "training prompts" if f["split"] == "train" else _tier_label(f["split"]).replace("`", ""),
+            str(f["step"]),
+            f"{f['reductions']} / {f['samples']}",
+            format_ci(f["rate"], 3),
+            f"{f['prompts_with_one']} / {f['prompts']}",
+            format_ci(f["change_from_step0"], 3) if f["step"] else "",
+        ]
+        for f in found
+    ]
+    lines += markdown_table(
+        ["arm", "seed", "prompts", "step", "reductions", "rate", "prompts with one", "change from step 0"], table
+    )
+    return lines
+
+
+def _groups(found: dict[str, list[dict]]) -> list[str]:
+    if not found:
+        return []
+    lines = [
+        "",
+        "## What GRPO's groups held during training (groups.jsonl; mean per window of steps)",
+        "",
+        "`with red.`: fraction of groups holding a correct reduction; `A(...)`: mean advantage of a correct "
+        "reduction, a copy and a wrong answer in those groups; then the outcomes of the training samples; "
+        "TRL's entropy and KL to the warm-start.",
+        "",
+    ]
+    keys: tuple[str, ...] = ("groups_with_reduction", "adv_reduction", "adv_copy", "adv_wrong", "reduction_rate")
+    keys += ("copy_rate", "wrong_rate", "entropy", "kl")
+    table = [[unit, w["steps"], *(fmt(w[k]) for k in keys)] for unit, windows in found.items() for w in windows]
+    header = ["arm-seed", "steps", "with red.", "A(red.)", "A(copy)", "A(wrong)", "red.", "copy", "wrong"]
+    lines += markdown_table([*header, "entropy", "KL"], table)
     return lines
 
 

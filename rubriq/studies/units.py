@@ -93,7 +93,7 @@ def restore(results: Path, out: Path, study) -> list[tuple[str, int]]:
     """Copy every unit kept in ``results`` that ``out`` lacks back into ``out`` (with the shared
     step-0 evaluations and the prompt filter), so that the runner skips them; returns the
     (arm, seed) restored."""
-    restored = []
+    restored: list[tuple[str, int]] = []
     if not results.is_dir():
         return restored
     for rel in ("filter.json",):
