@@ -228,7 +228,7 @@ def rewrite_outcome(record: RecordLike, eps: float = DEFAULT_EPS) -> str | None:
     ``other_correct`` (correct, neither), ``wrong`` (not correct, unparsed included); None for a
     sample of another target.
 
-    >>> spec = '{"algorithm": "circuit", "qasm": "qreg q[1];\nt q[0];\nt q[0];\n"}'
+    >>> spec = '{"algorithm": "circuit", "qasm": "qreg q[1];\\nt q[0];\\nt q[0];\\n"}'
     >>> ok = lambda f, t: {"parsed": True, "average_fidelity": f, "t_count": t}
     >>> [rewrite_outcome({"target": spec, "t0": 2, "text": text, "result": res}) for text, res in
     ...  [("qreg q[1];\nt q[0];\nt q[0];", ok(1.0, 2)), ("qreg q[1];\ns q[0];", ok(1.0, 0)),
