@@ -558,7 +558,11 @@ def _groups(found: dict[str, list[dict]]) -> list[str]:
     ]
     keys: tuple[str, ...] = ("groups_with_reduction", "adv_reduction", "adv_copy", "adv_wrong", "reduction_rate")
     keys += ("copy_rate", "wrong_rate", "entropy", "kl")
-    table = [[unit, w["steps"], *(fmt(w[k]) for k in keys)] for unit, windows in found.items() for w in windows]
+
+    def cell(key: str, value) -> str:  # the KL to the warm-start is of order 1e-4 here: 3 decimals say 0.000
+        return f"{value:.1e}" if key == "kl" and isinstance(value, float) else fmt(value)
+
+    table = [[unit, w["steps"], *(cell(k, w[k]) for k in keys)] for unit, windows in found.items() for w in windows]
     header = ["arm-seed", "steps", "with red.", "A(red.)", "A(copy)", "A(wrong)", "red.", "copy", "wrong"]
     lines += markdown_table([*header, "entropy", "KL"], table)
     return lines
