@@ -259,7 +259,7 @@ def test_a_budget_result_is_not_cached_and_the_same_text_is_scored_again(path, q
         spin.start()
         deadline = time.monotonic() + 60  # a bound on the wait, not a speed check
         while small._running < 1 and time.monotonic() < deadline:
-            time.sleep(0.02)
+            time.sleep(0.02)  # paces the poll for the spinner to occupy the one worker (the deadline bounds the wait)
         assert small._running == 1
         waited = score()
         assert waited.error_type == "budget", waited.to_dict()
