@@ -97,9 +97,9 @@ def _rows(data: str | None) -> list[dict]:
 
 def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) -> dict:
     from rubriq.models import load_model, load_tokenizer, to_policy_precision
+    from rubriq.reward import RubricRewards
     from rubriq.training.config import TrainSettings
     from rubriq.training.grpo import build_grpo_trainer
-    from rubriq.training.rewards import RubricRewards
     from rubriq.training.train_rubriq import lora_kwargs
 
     s = SETTINGS[name]

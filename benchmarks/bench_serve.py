@@ -130,7 +130,7 @@ async def drive(url: str, batches: list, clients: int, ref: dict | None, retry: 
 
 def with_faults(url: str, batches: list, ref: dict, clients: int, fault) -> dict:
     """``clients`` RubriQClient threads (retries on) over ``batches`` while ``fault()`` runs."""
-    from rubriq.integrations.client import RubriQClient, RubriQError
+    from rubriq.serve.client import RubriQClient, RubriQError
 
     todo = list(batches)
     lock = threading.Lock()

@@ -124,10 +124,10 @@ def test_the_api_reference_covers_the_public_modules():
     wanted = dimensions | {
         "rubriq.evaluator",
         "rubriq.targets",
-        "rubriq.integrations.client",
+        "rubriq.serve.client",
         "rubriq.integrations.verl",
         "rubriq.integrations.openrlhf",
-        "rubriq.integrations.trl",
+        "rubriq.reward",
         "rubriq.training.config",
         "rubriq.suites",
     }

@@ -254,7 +254,7 @@ def test_verl_reward_loop_waits_through_an_outage_of_the_scoring_server(tokenize
     with RUBRIQ_PATIENCE set short, a server that stays down ends the batch with
     RubriQUnavailable naming the setting, after about that long."""
     from rubriq.integrations import backend as backend_module
-    from rubriq.integrations.client import DEFAULT_PATIENCE, RubriQUnavailable
+    from rubriq.serve.client import DEFAULT_PATIENCE, RubriQUnavailable
 
     assert DEFAULT_PATIENCE >= 300  # a restart of the service fits
     s = Server("--workers", "1", log=tmp_path / "log")

@@ -121,8 +121,7 @@ def test_openrlhf_never_scores_the_prompts_circuit():
 
 # -- TRL -----------------------------------------------------------------------------------------
 def test_trl_remote_reward_functions_equal_the_in_process_ones(server):
-    from rubriq.integrations.trl import RemoteRubricRewards
-    from rubriq.training.rewards import RubricRewards
+    from rubriq.reward import RemoteRubricRewards, RubricRewards
 
     local, remote = RubricRewards(), RemoteRubricRewards(server.url, KEY)
     try:
@@ -146,11 +145,11 @@ def test_trl_remote_reward_functions_equal_the_in_process_ones(server):
         assert not differences(logged["remote"], logged["local"])
         requests = remote.client.stats["requests"]
         remote.functions()[2](prompts=prompts, completions=completions, target=target)
-        assert remote.client.stats["requests"] == requests  # five functions, one batch: answered from the cache
+        assert remote.client.stats["requests"] == requests  # six functions, one batch: answered from the cache
         clone = pickle.loads(pickle.dumps(remote.functions()[0]))  # reward functions cross processes
         assert (
             clone(prompts=prompts[:1], completions=completions[:1], target=target[:1])
-            == logged["local"]["rewards/clifford"][:1]
+            == logged["local"]["rewards/total"][:1]
         )
     finally:
         local.close()
@@ -185,11 +184,11 @@ def test_backend_from_the_environment(server, monkeypatch):
 
 def test_trl_grpo_step_logs_the_remote_rewards_as_trl_names_them(server, tmp_path, monkeypatch):
     """A real GRPO step (TRL of requirements.lock) with RemoteRubricRewards: TRL logs each
-    function as rewards/<dimension>/mean and /std (the names docs/integrations.md gives) and the
-    seconds spent waiting for the server as timing/reward_s."""
+    function as rewards/<name>/mean and /std (the names docs/integrations.md gives: R as total,
+    each dimension) and the seconds spent waiting for the server as timing/reward_s."""
     from rubriq.data.prompts import PromptSpec, synthesis_rows
-    from rubriq.integrations.trl import RemoteRubricRewards
     from rubriq.models import load_tokenizer, tiny_model
+    from rubriq.reward import RemoteRubricRewards
     from rubriq.training.grpo import build_grpo_trainer
     from tests.tiny import CPU
 
@@ -221,12 +220,13 @@ def test_trl_grpo_step_logs_the_remote_rewards_as_trl_names_them(server, tmp_pat
     finally:
         rewards.close()
     logged = trainer.state.log_history[0]
-    for dim in DIMENSIONS:
-        assert f"rewards/{dim}/mean" in logged and f"rewards/{dim}/std" in logged
+    for name in ("total", *DIMENSIONS):
+        assert f"rewards/{name}/mean" in logged and f"rewards/{name}/std" in logged
+    assert logged["reward"] == pytest.approx(logged["rewards/total/mean"])  # TRL's reward is R
     assert logged["timing/reward_s"] > 0
     docs = (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
     trl_section = docs.split("## TRL", 1)[1].split("\n## ", 1)[0]
-    assert "`rewards/<dimension>/mean`" in trl_section and "`rewards/<dimension>/std`" in trl_section
+    assert "`rewards/<name>/mean`" in trl_section and "`rewards/<name>/std`" in trl_section
     assert "`timing/reward_s`" in trl_section
 
 
@@ -235,7 +235,7 @@ def test_client_patience_is_a_setting_and_its_end_says_so(monkeypatch):
     """The client retries an unavailable server for its patience (RUBRIQ_PATIENCE or
     patience=), then raises RubriQUnavailable naming the setting; the default outlasts a
     restart of the service."""
-    from rubriq.integrations.client import DEFAULT_PATIENCE, RubriQClient, RubriQUnavailable
+    from rubriq.serve.client import DEFAULT_PATIENCE, RubriQClient, RubriQUnavailable
     from tests.serve_helpers import free_port
 
     assert DEFAULT_PATIENCE >= 300
@@ -276,7 +276,7 @@ def test_remote_backend_and_client_are_fork_safe_in_a_process_pool(server, monke
     from concurrent.futures import ProcessPoolExecutor
 
     from rubriq.integrations import backend as backend_module
-    from rubriq.integrations.client import RubriQClient
+    from rubriq.serve.client import RubriQClient
 
     monkeypatch.setattr(backend_module, "_BACKENDS", {})
     global _PARENT_CLIENT

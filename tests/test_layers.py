@@ -34,7 +34,9 @@ LAYERS = [
     {"evaluator"},  # the public scoring API
     {"serve"},  # the scoring service (HTTP, Ray Serve) over the public API
     {"suites", "baselines", "data"},  # circuit collections, compiler baselines, datasets
-    {"models", "evaluation", "training", "hardware"},  # LMs, metrics/reports, TRL glue, devices
+    # LMs, metrics/reports, TRL's reward functions (over evaluation's batch metrics, below training),
+    # TRL glue, devices; one way within the layer: models <- evaluation <- reward <- training
+    {"models", "evaluation", "reward", "training", "hardware"},
     {"studies", "app", "integrations"},  # experiments, the app, RL-framework adapters (+ client)
     {"cli", "__main__"},  # the command line (rubriq/cli/, one module per command group; python -m rubriq)
 ]

@@ -1,34 +1,52 @@
-"""The rubric as TRL reward functions: per-dimension values, zero for parse failures, one
-evaluation per completion across all dimension functions, targets from the dataset column."""
+"""The rubric as TRL reward functions: R as the engine computes it (one definition), each
+dimension beside it, zero for parse failures, one evaluation per completion across all the
+functions, targets from the dataset column."""
 
 import json
+import math
 
 import pytest
 
 from rubriq.config import RubricConfig
 from rubriq.evaluator import RubriQEvaluator
-from rubriq.training.rewards import RubricRewards, completion_text, sparse_reward
+from rubriq.reward import RubricRewards, completion_text, sparse_reward
 
+QFT1 = json.dumps({"algorithm": "qft", "num_qubits": 1, "inverse": False, "do_swaps": True}, sort_keys=True)
 QFT2 = json.dumps({"algorithm": "qft", "num_qubits": 2, "inverse": False, "do_swaps": True}, sort_keys=True)
 BASIS = json.dumps({"algorithm": "basis_encoding", "num_qubits": 2, "value": 3}, sort_keys=True)
+H1 = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[1]; h q[0];'
 GOOD_QFT2 = 'OPENQASM 2.0; include "qelib1.inc"; qreg q[2]; h q[1]; cp(pi/2) q[1],q[0]; h q[0]; swap q[0],q[1];'
 GOOD_BASIS = '```qasm\nOPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nx q[0];\nx q[1];\n```'
 
 
-def test_dimension_functions_match_the_evaluator_and_share_one_evaluation():
+def test_trl_gets_the_engines_reward_and_the_dimensions_beside_it():
     rewards = RubricRewards()
     completions = [GOOD_QFT2, "garbage", GOOD_BASIS, GOOD_QFT2]
     targets = [QFT2, QFT2, BASIS, QFT2]
     values = {f.__name__: f(prompts=["p"] * 4, completions=completions, target=targets) for f in rewards.functions()}
-    assert list(values) == ["clifford", "tcount", "hardware", "fidelity", "efficiency"]
-    assert rewards.stats["evaluated"] == 3  # 3 distinct (target, text) pairs, 5 functions
+    assert list(values) == ["total", "clifford", "tcount", "hardware", "fidelity", "efficiency"]
+    assert rewards.weights() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # TRL's reward is R itself
+    assert rewards.stats["evaluated"] == 3  # 3 distinct (target, text) pairs, 6 functions
     direct = RubriQEvaluator(target_algorithm="qft", num_qubits=2).evaluate(GOOD_QFT2)
+    assert values["total"][0] == direct.reward and values["total"][3] == direct.reward  # the engine's R, exactly
     for name, vals in values.items():
-        assert vals[0] == pytest.approx(direct.scores[name]) and vals[3] == vals[0]
-        assert vals[1] == 0.0  # parse failure: zero on every dimension
-    assert values["fidelity"][2] == pytest.approx(1.0)  # basis state |11>
-    total = sum(w * values[f.__name__][0] for w, f in zip(rewards.weights(), rewards.functions(), strict=True))
-    assert total == pytest.approx(direct.reward)
+        assert vals[1] == 0.0  # parse failure: zero on every dimension and R
+        if name != "total":
+            assert vals[0] == direct.scores[name] and vals[3] == vals[0]
+    # by hand: the paper's weights (0.2, 0.15, 0.15, 0.4, 0.1) on |11> = X X: every gate Clifford,
+    # no T, S_H = 1, F = 1, S_E = exp(-1/8) for its two gates of depth 1
+    assert values["fidelity"][2] == pytest.approx(1.0)
+    assert values["efficiency"][2] == pytest.approx(math.exp(-1 / 8))
+    assert values["total"][2] == pytest.approx(0.2 + 0.15 + 0.15 + 0.4 + 0.1 * math.exp(-1 / 8), abs=1e-12)
+
+
+def test_reward_of_one_hadamard_by_hand():
+    """R of H for QFT-1 = 0.2 S_C + 0.15 S_T + 0.15 S_H + 0.4 S_F + 0.1 S_E with S_C = S_T = 1
+    (one Clifford gate, no T), S_H = 0.8, F = 1, S_E = exp(-1/2)."""
+    rewards = RubricRewards()
+    (r,) = rewards.function("total")(completions=[H1], target=[QFT1])
+    assert r == pytest.approx(0.2 + 0.15 + 0.15 * 0.8 + 0.4 + 0.1 * math.exp(-1 / 2), abs=1e-12)
+    assert r == RubriQEvaluator(target_algorithm="qft", num_qubits=1).evaluate(H1).reward
 
 
 def test_conversational_completions_and_missing_target_column():
@@ -56,13 +74,14 @@ def test_sparse_reward_is_inverse_t_for_correct_circuits_only():
     assert sparse_reward(rewards, "correct")(completions=[wrong], target=[QFT2]) == [0.0]
 
 
-def test_complexity_aware_weights_use_a_total_function():
-    rewards = RubricRewards(RubricConfig.from_dict({"complexity": {"enabled": True}}))
-    assert [f.__name__ for f in rewards.functions()][0] == "total"
-    assert rewards.weights() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+def test_complexity_aware_and_gated_rubrics_hand_trl_the_same_functions():
+    for config in ({"complexity": {"enabled": True}}, {"fidelity_gating": "multiplicative"}, {}):
+        rewards = RubricRewards(RubricConfig.from_dict(config))
+        assert [f.__name__ for f in rewards.functions()][0] == "total"
+        assert rewards.weights() == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 
 
-def test_first_function_reports_batch_metrics_through_trl_log_metric():
+def test_total_reports_batch_metrics_through_trl_log_metric():
     rewards = RubricRewards()
     logged: dict[str, list[float]] = {}
     log = lambda name, value: logged.setdefault(name, []).append(value)  # noqa: E731
@@ -76,7 +95,10 @@ def test_first_function_reports_batch_metrics_through_trl_log_metric():
     # compression over correct circuits with T0 > 0: the two QFT-2 copies, T0 = 3 = T -> 1.0;
     # the basis encoding has T0 = 0 and is not counted
     assert logged["compression"] == [pytest.approx(1.0)]
-    assert logged["violation_rate"] == [0.0] and logged["timing/reward_s"][0] >= 0.0
+    assert logged["violation_rate"] == [0.0]
+    # the seconds the batch's scoring took (it was the scorer's first: not 0); the five dimension
+    # functions read the cache afterwards, which the scorer counts too
+    assert 0 < logged["timing/reward_s"][0] <= rewards.stats["seconds"]
 
 
 def test_a_batch_larger_than_the_cache_is_scored_whole():

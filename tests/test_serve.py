@@ -231,7 +231,7 @@ def test_client_retries_through_a_server_restart(tmp_path):
     """kill -9 of the server while a client waits: the client retries with backoff and, once the
     server is back on its port, gets every result right; with the server gone for good it ends
     with a clear RubriQUnavailable."""
-    from rubriq.integrations.client import RubriQClient, RubriQUnavailable
+    from rubriq.serve.client import RubriQClient, RubriQUnavailable
 
     s = Server("--workers", "1", log=tmp_path / "log").start()
     try:
@@ -259,7 +259,7 @@ def test_client_retries_through_a_server_restart(tmp_path):
 
 
 def test_client_raises_the_servers_4xx_at_once(server):
-    from rubriq.integrations.client import RubriQClient, RubriQRequestError
+    from rubriq.serve.client import RubriQClient, RubriQRequestError
 
     client = RubriQClient(server.url, KEY, retries=5)
     with pytest.raises(RubriQRequestError, match=r"items\[1\].target: unknown target 'nope'") as info:

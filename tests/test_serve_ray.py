@@ -72,7 +72,7 @@ def test_two_replicas_answer_and_equal_in_process_scoring(ray_server):
 
 
 def test_killing_a_replica_mid_load_loses_no_item(ray_server):
-    from rubriq.integrations.client import RubriQClient
+    from rubriq.serve.client import RubriQClient
 
     victim = min(replica_pids(ray_server))
     client = RubriQClient(ray_server.url, retries=30, backoff=0.25, max_backoff=2.0, max_items=2, parallel=4)

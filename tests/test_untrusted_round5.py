@@ -345,7 +345,7 @@ def test_the_server_and_the_remote_client_score_a_budget_result_again(server):
     scores it again (its count of scored items grows, its cache hits do not) and the TRL adapter
     over the server asks again (one more request), where before both answered the first budget
     result from their caches."""
-    from rubriq.integrations.trl import RemoteRubricRewards
+    from rubriq.reward import RemoteRubricRewards
 
     text = SPINNER + "\n<!-- round 5: server -->"
     first_scored, first_hits = _counters(server)

@@ -1,6 +1,6 @@
 """The RubriQ reward from any RL framework, in-process or through ``rubriq serve``.
 
-- :mod:`~rubriq.integrations.client`: :class:`~rubriq.integrations.client.RubriQClient`, the
+- :class:`~rubriq.serve.client.RubriQClient` (:mod:`rubriq.serve.client`, re-exported here): the
   server's client (timeouts, retries with backoff for its patience, batches split to the
   server's limit, fork-safe);
 - :mod:`~rubriq.integrations.backend`: in-process (a BatchScorer) or remote scoring, chosen
@@ -11,14 +11,14 @@
   reward loop (verl >= 0.7) that scores concurrent responses in batches (imports verl);
 - :mod:`~rubriq.integrations.openrlhf`: ``reward_func`` (OpenRLHF's ``--reward.remote_url``),
   ``StopTraining``;
-- :mod:`~rubriq.integrations.trl`: :class:`~rubriq.integrations.trl.RemoteRubricRewards`,
-  TRL reward functions per dimension scored by a server.
+- TRL: :class:`~rubriq.reward.remote.RemoteRubricRewards` (:mod:`rubriq.reward`, also
+  importable from ``rubriq.integrations.trl``), TRL reward functions scored by a server.
 
 docs/integrations.md has each framework's exact config lines.
 """
 
 from __future__ import annotations
 
-from rubriq.integrations.client import RubriQClient, RubriQError, RubriQRequestError, RubriQUnavailable
+from rubriq.serve.client import RubriQClient, RubriQError, RubriQRequestError, RubriQUnavailable
 
 __all__ = ["RubriQClient", "RubriQError", "RubriQRequestError", "RubriQUnavailable"]

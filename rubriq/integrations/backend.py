@@ -1,5 +1,5 @@
 """Where the adapters score: in this process (a :class:`~rubriq.evaluator.batch.BatchScorer`, the
-default) or through ``rubriq serve`` (a :class:`~rubriq.integrations.client.RubriQClient`), with
+default) or through ``rubriq serve`` (a :class:`~rubriq.serve.client.RubriQClient`), with
 the same answer either way: one dict per completion, ``EvaluationResult.to_dict()`` plus
 ``correct`` and ``t0`` (:func:`rubriq.serve.protocol.result_dict`).
 
@@ -19,7 +19,7 @@ import os
 import threading
 from typing import Any
 
-from rubriq.integrations.client import URL_ENV, RubriQClient
+from rubriq.serve.client import URL_ENV, RubriQClient
 
 CONFIG_ENV = "RUBRIQ_CONFIG"
 WORKERS_ENV = "RUBRIQ_WORKERS"

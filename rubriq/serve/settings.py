@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from rubriq.options import option
 
 API_KEY_ENV = "RUBRIQ_API_KEY"
-"""The environment variable ``rubriq serve`` (and :class:`~rubriq.integrations.client.RubriQClient`)
+"""The environment variable ``rubriq serve`` (and :class:`~rubriq.serve.client.RubriQClient`)
 reads the API key from when ``--api-key`` is not given."""
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

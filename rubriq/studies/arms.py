@@ -89,7 +89,7 @@ def run_arm(study, name: str, seed: int, settings, warm, evaluators: list, out: 
 def _train(study, name: str, seed: int, settings, warm, evaluators: list, arm_dir: Path, later: list[int]) -> int:
     """GRPO for one arm-seed, evaluated at the ``later`` steps; its policy saved to ``final/``;
     returns the number of completions it scored (simulations)."""
-    from rubriq.training.rewards import RubricRewards
+    from rubriq.reward import RubricRewards
     from rubriq.training.train_rubriq import build
 
     arm_cfg = arm_training_settings(settings, study.arms[name], seed, study.steps, arm_dir)

@@ -2,9 +2,9 @@
 
 This is the glue the training entry point builds on: dataset rows (``prompt`` chat messages and
 the ``target`` JSON spec) become a ``datasets.Dataset`` whose ``target`` column TRL hands to the
-reward functions; the rubric enters as one reward function per dimension with the rubric
-weights (``rewards.py``), so TRL's logged ``reward`` is R = sum_d w_d S_d and each dimension is
-logged as ``rewards/<dim>/mean``.
+reward functions; the rubric enters as R itself with weight 1 and each dimension with weight 0
+(``rubriq.reward``), so TRL's logged ``reward`` is the engine's R and each dimension is logged
+as ``rewards/<dim>/mean``.
 
 :class:`RubriQGRPOTrainer` is TRL's trainer plus the step-time breakdown the issue asks for:
 ``timing/generation_s``, ``timing/reward_s`` (from the reward functions),
@@ -28,8 +28,8 @@ import time
 from typing import Any
 
 from rubriq.models.generation import install_prefix_generate
+from rubriq.reward import RubricRewards
 from rubriq.training.callbacks import quiet_progress
-from rubriq.training.rewards import RubricRewards
 
 
 def rows_to_dataset(rows: list[dict]):

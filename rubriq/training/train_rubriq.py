@@ -174,8 +174,8 @@ def build(
     """The RL trainer (GRPO or PPO) for ``settings``; ``policy`` = (tokenizer, model) if loaded,
     ``rewards`` = the :class:`RubricRewards` to score with (its ``stats`` count the simulations),
     ``callbacks`` = extra transformers callbacks (GRPO)."""
+    from rubriq.reward import RubricRewards, sparse_reward
     from rubriq.training.callbacks import EarlyStopper, trainer_callbacks
-    from rubriq.training.rewards import RubricRewards, sparse_reward
 
     rows = load_rows(settings)
     tokenizer, model = policy or load_policy(settings, resume)
