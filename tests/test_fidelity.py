@@ -165,3 +165,19 @@ def test_circuit_above_exact_cap_gets_a_clear_reason():
         unitary_fidelity(tuple(canonical_ops(qc)), 14, target.unitary(), max_qubits=12)
     result = RubriQEvaluator(target=target).evaluate(qasm2.dumps(qc))
     assert result.reward == 0.0 and result.error_type == "simulation" and "ancillas" in result.error
+
+
+def test_average_fidelity_is_the_textbook_formula_to_the_bit():
+    """F_avg, defined once (rubriq/sim/measures.py) as (F + 1/d) / (1 + 1/d) so that it needs no
+    float of d (Clifford targets of any width), is (d F + 1) / (d + 1) to the last bit: the
+    numbers every backend wrote before are unchanged."""
+    import random
+
+    from rubriq.sim.measures import average_fidelity
+
+    rng = random.Random(0)
+    for n in range(0, 64):
+        d = 2**n
+        for f in [0.0, 1.0, 0.5, 1 - 2**-52] + [rng.random() for _ in range(200)]:
+            assert average_fidelity(f, d) == (d * f + 1) / (d + 1), (n, f)
+    assert average_fidelity(0.25, 2**3000) == 0.25  # no float of d: no OverflowError

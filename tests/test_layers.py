@@ -217,6 +217,17 @@ def _definitions(pattern: str) -> list[str]:
     "concept,pattern",
     [
         ("is_correct (F_avg >= the correctness threshold)", r"\s*def is_correct\b"),
+        (
+            "F_avg = (d F_process + 1) / (d + 1)",
+            r"\s*def average_fidelity\b|.*\(\s*\w+\s*\*\s*\w+\s*\+\s*1\s*\)\s*/\s*\(\s*\w+\s*\+\s*1\s*\)"
+            r"|.*\+\s*inv_d\s*\)\s*/\s*\(\s*1\s*\+\s*inv_d",
+        ),
+        (
+            "correct: F_avg >= 1 - eps",
+            r"\s*def meets_threshold\b|.*\b(f|f_avg|fid|average_fidelity)\s*>=\s*[\w.]*(threshold|THRESHOLD|1 - eps)\b",
+        ),
+        # the number itself is fidelity.correct_threshold's default (rubriq/config.py, below sim/)
+        ("eps = 0.01 (correct: F_avg >= 1 - eps)", r"\s*\w*(EPS|CORRECT_THRESHOLD)\s*(:[^=]*)?=\s*[^=]"),
         ("compression C = T0/T", r"\s*def compression\b"),
         (
             "the dimension names",

@@ -45,11 +45,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rubriq.evaluation.records import RecordLike
-from rubriq.evaluator.result import CORRECT_THRESHOLD, is_correct
+from rubriq.evaluator.result import is_correct
 from rubriq.rubric.engine import DIMENSION_NAMES
 from rubriq.rubric.tcount import compression
-
-DEFAULT_EPS = round(1 - CORRECT_THRESHOLD, 12)  # 0.01: correct = F_avg >= 1 - eps
+from rubriq.sim.measures import CORRECT_EPS as DEFAULT_EPS  # 0.01: correct = F_avg >= 1 - eps
 
 
 def _res(record: RecordLike) -> Mapping[str, Any]:

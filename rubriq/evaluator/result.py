@@ -9,12 +9,8 @@ from typing import Any
 
 from qiskit import QuantumCircuit
 
-from rubriq.config import FidelityConfig
 from rubriq.rubric.engine import DIMENSION_NAMES
-
-CORRECT_THRESHOLD: float = FidelityConfig.correct_threshold
-"""F_avg at or above which a circuit is functionally correct (the paper's 0.99); a config's
-``fidelity.correct_threshold`` overrides it."""
+from rubriq.sim.measures import CORRECT_THRESHOLD, meets_threshold
 
 ZERO_SCORES = dict.fromkeys(DIMENSION_NAMES, 0.0)
 TRANSIENT_ERRORS = frozenset({"budget", "sandbox"})
@@ -92,8 +88,8 @@ def is_correct(result: EvaluationResult | Mapping[str, Any], threshold: float = 
     """
     if isinstance(result, EvaluationResult):
         result = {"parsed": result.parsed, "error_type": result.error_type, "average_fidelity": result.average_fidelity}
-    f = result.get("average_fidelity")
-    return bool(result.get("parsed")) and result.get("error_type") is None and f is not None and f >= threshold
+    f_avg = result.get("average_fidelity")
+    return bool(result.get("parsed")) and result.get("error_type") is None and meets_threshold(f_avg, threshold)
 
 
 def _jsonable(value: Any) -> Any:

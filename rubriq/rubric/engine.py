@@ -4,7 +4,7 @@
 
 With ``fidelity_gating: multiplicative`` (off by default) the non-fidelity terms are scaled by
 S_F: R = w_F S_F + S_F sum_{d != F} w_d S_d.  With ``fidelity_gating: correct`` they count only
-for a correct circuit (F_avg >= ``fidelity.correct_threshold``, as ``is_correct`` reads it):
+for a correct circuit (F_avg >= ``fidelity.correct_threshold``: ``sim.measures.meets_threshold``):
 R = w_F S_F + [correct] sum_{d != F} w_d S_d.
 
 The engine is a composition and nothing more: :data:`DIMENSIONS` lists the dimension
@@ -20,6 +20,7 @@ from rubriq.circuit.facts import CircuitFacts
 from rubriq.rubric import clifford, efficiency, fidelity, hardware, tcount
 from rubriq.rubric.base import Dimension, ScoringContext
 from rubriq.rubric.weights import effective_weights
+from rubriq.sim.measures import meets_threshold
 
 DIMENSIONS: dict[str, Dimension] = {
     "clifford": clifford.score,
@@ -55,6 +56,6 @@ def score_facts(facts: CircuitFacts, ctx: ScoringContext) -> RubricScores:
             gate = scores["fidelity"]
         else:  # "correct"
             f_avg = results["fidelity"].details.get("average_fidelity")
-            gate = 1.0 if f_avg is not None and f_avg >= ctx.config.fidelity.correct_threshold else 0.0
+            gate = 1.0 if meets_threshold(f_avg, ctx.config.fidelity.correct_threshold) else 0.0
         reward = weights["fidelity"] * scores["fidelity"] + gate * others
     return RubricScores(scores, {n: results[n].details for n in DIMENSION_NAMES}, weights, reward)

@@ -40,6 +40,7 @@ from typing import Any
 from rubriq.budget import BudgetExceeded, Deadline
 from rubriq.config import FidelityConfig
 from rubriq.sim.exact import FidelityResult, SimulationTooLargeError, state_fidelity, unitary_fidelity
+from rubriq.sim.measures import average_fidelity
 from rubriq.sim.sampled import sampled_fidelity
 from rubriq.sim.torch_backend import BackendUnavailable
 
@@ -171,7 +172,7 @@ def _certified(facts, target, cfg: FidelityConfig, deadline: Deadline, memory_mb
         return FidelityResult(
             "process",
             0.0,
-            1.0 / (d + 1),
+            average_fidelity(0.0, d),
             None,
             method="qcec",
             verdict=first.verdict,

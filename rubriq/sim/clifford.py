@@ -65,6 +65,7 @@ import numpy as np
 
 from rubriq.circuit.gates import CLIFFORD_GATES, ROTATION_GATES, multiple_of
 from rubriq.sim.exact import FidelityResult
+from rubriq.sim.measures import average_fidelity
 
 try:  # numba is a core dependency; without it the same functions run as (slow) Python
     from numba import njit
@@ -350,8 +351,7 @@ def clifford_fidelity(facts, target) -> FidelityResult | None:
         return _result("state", f, f, k)
     k = process_fidelity_exponent(codes, facts.num_qubits, inverse, n_t)
     f = 0.0 if k is None else 2.0**-k
-    inv_d = 2.0**-n_t
-    return _result("process", f, (f + inv_d) / (1 + inv_d), k)
+    return _result("process", f, average_fidelity(f, 2**n_t), k)
 
 
 def _result(kind: str, f: float, f_avg: float, k: int | None) -> FidelityResult:

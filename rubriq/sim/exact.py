@@ -6,7 +6,7 @@ of the row index (Qiskit's little-endian order), ancillas are the circuit's qubi
 target's width and sit in the high bits.
 
     F_process = |Tr(U_A^+ V)|^2 / d^2,   V = (I (x) <0|_anc) U_c (I (x) |0>_anc),   d = 2^n_t
-    F_avg     = (d F_process + 1) / (d + 1)
+    F_avg     = (d F_process + 1) / (d + 1)      (measures.average_fidelity)
     F_state   = |<psi_target (x) 0_anc| U_c |0...0>|^2
 
 A circuit with fewer qubits than the target acts as the identity on the missing ones.  With
@@ -29,6 +29,7 @@ import numpy as np
 
 from rubriq.circuit.gates import Op
 from rubriq.sim.kernels import run_program
+from rubriq.sim.measures import average_fidelity
 from rubriq.sim.program import compile_ops
 
 
@@ -140,7 +141,7 @@ def unitary_fidelity(
     block = circuit_block(ops, n_circuit, n_target, deadline, threads)
     trace = complex(np.vdot(target, block))
     f_pro = min(1.0, abs(trace) ** 2 / d**2)
-    return FidelityResult("process", f_pro, (d * f_pro + 1) / (d + 1), trace)
+    return FidelityResult("process", f_pro, average_fidelity(f_pro, d), trace)
 
 
 def state_fidelity(

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from rubriq.sim.exact import FidelityResult, SimulationTooLargeError, check_memory, simulate_rows
+from rubriq.sim.measures import average_fidelity
 
 
 def random_phase_states(d: int, k: int, seed: int) -> np.ndarray:
@@ -37,7 +38,7 @@ def estimate_from_overlaps(a: np.ndarray, z: float, d: int) -> FidelityResult:
     lo = max(0.0, abs(mean) - z * se) ** 2
     hi = min(1.0, (abs(mean) + z * se) ** 2)
     return FidelityResult(
-        "process", f, (d * f + 1) / (d + 1), mean * d, method="sampled", interval=(min(lo, f), max(hi, f)), samples=k
+        "process", f, average_fidelity(f, d), mean * d, method="sampled", interval=(min(lo, f), max(hi, f)), samples=k
     )
 
 

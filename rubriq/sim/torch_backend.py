@@ -10,6 +10,7 @@ import numpy as np
 
 from rubriq.sim.exact import FidelityResult, SimulationTooLargeError, check_memory
 from rubriq.sim.kernels import TorchOps, run_program
+from rubriq.sim.measures import average_fidelity
 from rubriq.sim.program import compile_ops
 
 
@@ -66,7 +67,7 @@ class TorchBackend:
         rows = run_program(block, n, compile_ops(ops), deadline, self.ops).rows_of(d)
         trace = complex(torch.vdot(torch.as_tensor(target, device=self.device).reshape(-1), rows.reshape(-1)))
         f = min(1.0, abs(trace) ** 2 / d**2)
-        return FidelityResult("process", f, (d * f + 1) / (d + 1), trace, method=f"torch:{self.device}")
+        return FidelityResult("process", f, average_fidelity(f, d), trace, method=f"torch:{self.device}")
 
     def state_fidelity(
         self, ops, n_circuit: int, target: np.ndarray, max_qubits: int, deadline=None, memory_mb=None

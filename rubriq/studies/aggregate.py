@@ -24,14 +24,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from rubriq.config import RubricConfig
 from rubriq.evaluation.metrics import mean_ci
+from rubriq.sim.measures import CORRECT_EPS as EPS  # what the summary recomputes from scored samples uses
 from rubriq.studies import layout
 from rubriq.studies.settings import EVAL_METRICS, REWRITE_OUTCOMES, TRAIN_METRICS, StudySettings
-
-EPS = 1 - RubricConfig().fidelity.correct_threshold
-"""The correctness threshold of what the summary recomputes from scored samples (the studies'
-configs keep the default F_avg >= 0.99; the evaluations themselves use the training config's)."""
 
 
 def collect(out: Path, study: StudySettings) -> list[dict]:
