@@ -127,7 +127,7 @@ PYTHON_CASES = [
     (
         "threads",
         "import threading, time\nfor i in range(5000):\n"
-        "    threading.Thread(target=time.sleep, args=(100,)).start()\nqc = QuantumCircuit(1)\nwhile True:\n    pass",
+        "    threading.Thread(target=time.sleep, args=(100,)).start()\nqc = QuantumCircuit(1)\nwhile True:\n    pass",  # hostile code: idle threads (the test waits for nothing)
         "zero",
     ),
     (
@@ -168,7 +168,7 @@ PYTHON_CASES = [
         "    qc = QuantumCircuit(1)",
         "zero",
     ),
-    ("sleep", "import time\ntime.sleep(3600)", "zero"),
+    ("sleep", "import time\ntime.sleep(3600)", "zero"),  # hostile code: sleeps past its deadline (it is killed)
     # the imports real Qiskit code uses (issue #29): IBM's service and its credentials stay out of reach
     (
         "runtime-service",
@@ -264,7 +264,7 @@ KERNEL_CASES = [
     (
         "pdeathsig-fork-outlive",
         "hit |= call(157, 1, 0) == 0\npid = call(57)\n"
-        "if pid == 0:\n    import time\n    time.sleep(60)\nhit |= pid > 0",
+        "if pid == 0:\n    import time\n    time.sleep(60)\nhit |= pid > 0",  # hostile code: a child meant to outlive its job
     ),
     (
         "kill-ptrace-init",
@@ -526,7 +526,7 @@ def _check_world(world, rss_before: float) -> None:
     deadline = time.monotonic() + 60  # a bound on a wait, not a speed check: exits early when clean
     stray = _stray_processes(_zygote_pids())
     while stray and time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.1)  # paces the poll for stray processes to exit (the deadline bounds it)
         stray = _stray_processes(_zygote_pids())
     assert not stray, f"processes left behind: {stray}"
 
@@ -649,7 +649,7 @@ def test_pool_survives_and_replaces_a_killed_worker(world):
             60.0,
             "rubriq is not importable here",
         ),
-        (("{python}", "-c", "import time; time.sleep(600)"), 2.0, "before the deadline"),
+        (("{python}", "-c", "import time; time.sleep(600)"), 2.0, "before the deadline"),  # paces nothing: it hangs
     ],
     ids=["exits", "hangs"],
 )
@@ -675,7 +675,7 @@ def test_a_worker_that_cannot_start_is_a_sandbox_error_within_the_budget(command
 
 
 def test_a_job_with_an_absurd_timeout_is_refused_by_the_zygote():
-    from rubriq.extract.sandbox.zygote import validate_job
+    from rubriq.extract.sandbox.protocol import validate_job
 
     job = {"nonce": "n", "code": "x", "timeout_s": 1e5, "memory_mb": 1024, "max_output_bytes": 4096, "max_ops": 10}
     assert "timeout_s" in validate_job(job)
@@ -683,7 +683,7 @@ def test_a_job_with_an_absurd_timeout_is_refused_by_the_zygote():
 
 
 def test_the_parent_refuses_a_4gib_frame_header_without_waiting():
-    from rubriq.extract.sandbox.zygote import FrameError, read_frame
+    from rubriq.extract.sandbox.protocol import FrameError, read_frame
 
     r, w = os.pipe()
     os.write(w, b"\xff\xff\xff\xff" + b"x" * 10)

@@ -41,6 +41,7 @@ from tests.test_sandbox_integrity import (
     _config,
     _evaluator,
     _fenced,
+    _wait_for_jobs,
 )
 
 TIME_SCALE = float(os.environ.get("RUBRIQ_TEST_TIME_SCALE", "1"))
@@ -513,7 +514,7 @@ def test_the_result_parser_is_linear_on_escaped_quotes():
     this line (10 KB 0.7 s, 20 KB 2.8 s, 80 KB 78 s; 1 MB would take hours).  The unterminated
     1 MB line now costs about what the same line closed as a valid result costs (one linear pass
     each; the absolute times are in benchmarks/bench_sandbox.py)."""
-    from rubriq.extract.sandbox.zygote import parse_result
+    from rubriq.extract.sandbox.protocol import parse_result
 
     def seconds(line: bytes, expected: tuple) -> float:
         best = float("inf")
@@ -533,15 +534,15 @@ def test_the_result_parser_is_linear_on_escaped_quotes():
 def test_a_1mb_escaped_quote_line_beside_an_honest_completion(prefilter, honest_reward):
     """Round 4, finding 3: a 120 KB line held the zygote's interpreter lock for minutes; an honest
     QFT-3 sent 0.5 s later got reward 0 (``sandbox``, 39.5 s) and the zygote was retired.  A 1 MB
-    line is now that job's own parse error, the honest completion beside it gets its exact
-    reward, and the zygote lives."""
+    line is now that job's own parse error, the honest completion beside it (sent once the attack
+    runs) gets its exact reward, and the zygote lives."""
     before = _alive_zygotes()
     evaluator = _evaluator(prefilter, cache_size=0)
     box: dict = {}
     attack = REACH + f"DATA = {ESCAPED_QUOTES}\n" + WRITE_ALL
     thread = threading.Thread(target=lambda: box.setdefault("attack", evaluator.evaluate(_fenced(attack))))
     thread.start()
-    time.sleep(0.5 * TIME_SCALE)
+    _wait_for_jobs(1, [thread])  # the attack runs (or was pre-filtered): the honest one comes beside it
     honest = evaluator.evaluate(_fenced(QFT3))
     thread.join(60 * TIME_SCALE)
     assert honest.error is None and honest.reward == pytest.approx(honest_reward, abs=1e-12), honest.to_dict()

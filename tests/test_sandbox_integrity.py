@@ -113,8 +113,17 @@ def _assert_zygotes_survived(before: set[int]) -> None:
 def _assert_nothing_left_behind() -> None:
     deadline = time.monotonic() + 60  # a bound on a wait, not a speed check: exits early when clean
     while (stray := _stray_processes(_zygote_pids())) and time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.1)  # paces the poll for stray processes to exit (the deadline bounds it)
     assert not stray, f"processes left behind: {stray}"
+
+
+def _wait_for_jobs(n: int, threads: list[threading.Thread]) -> None:
+    """Until the sandbox pool runs ``n`` jobs at once, or every thread that would start one is done
+    (a pre-filtered completion never runs): the moment a test sends its next completion, instead
+    of a pause after which the jobs were (on a loaded machine, were not yet) running."""
+    deadline = time.monotonic() + 60 * TIME_SCALE
+    while get_pool()._running < n and any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+        time.sleep(0.01)  # paces the poll of the pool's running jobs (the deadline bounds it)
 
 
 def _assert_refused_or(result, prefilter: bool, *, ran: str | None = None) -> None:
@@ -174,7 +183,7 @@ SCAN = (
 re = imp('re')
 ctypes = imp('ctypes')
 time = imp('time')
-time.sleep(WAIT_S)
+time.sleep(WAIT_S)  # paces the scan: the honest completion runs in the meantime (hostile-first)
 own = OWN_MARKER
 patterns = {name: re.compile(p) for name, p in PATTERNS.items()}
 counts = dict.fromkeys(patterns, 0)
@@ -238,7 +247,7 @@ def test_no_job_finds_any_byte_of_another_jobs_text_circuit_or_nonce_in_its_memo
         box: dict = {}
         thread = threading.Thread(target=lambda: box.setdefault("r", evaluator.evaluate(_fenced(scanner))))
         thread.start()
-        time.sleep(0.3 * TIME_SCALE)
+        _wait_for_jobs(1, [thread])  # the scanner runs (or was pre-filtered): the honest one comes after
         assert evaluator.evaluate(_fenced(honest)).error is None
         thread.join(60 * TIME_SCALE)
         result = box["r"]
@@ -340,7 +349,7 @@ def test_two_spinners_do_not_starve_an_honest_concurrent_completion(prefilter, h
     ]
     for t in spinners:
         t.start()
-    time.sleep(0.05 * TIME_SCALE)
+    _wait_for_jobs(2, spinners)  # both spinners hold their slots (or were pre-filtered)
     honest = evaluator.evaluate(_fenced(QFT3))
     for t in spinners:
         t.join(60 * TIME_SCALE)
@@ -372,7 +381,7 @@ def test_waiting_for_a_worker_is_a_budget_error_that_is_not_cached(honest_reward
         spin.start()
         deadline = time.monotonic() + 60  # a bound on the wait, not a speed check
         while small._running < 1 and time.monotonic() < deadline:  # the spinner holds the one slot
-            time.sleep(0.02)
+            time.sleep(0.02)  # paces the poll of the slot (the deadline bounds it)
         assert small._running == 1
         evaluator = _evaluator(True, timeout=1.5 * TIME_SCALE)
         waited = evaluator.evaluate(_fenced(QFT3))
@@ -432,7 +441,7 @@ def test_the_prefilter_refuses_frame_and_code_introspection(code):
         check_code(code)
 
 
-def test_the_prefilter_still_accepts_honest_circuit_code():
+def test_the_prefilter_still_accepts_a_variable_named_frame():
     check_code(QFT3)
     check_code("from qiskit import QuantumCircuit\nqc = QuantumCircuit(2)\nframe = 3\nqc.h(0)\nqc.cx(0, 1)")
 
@@ -513,7 +522,7 @@ def test_any_bytes_on_the_result_pipe_leave_the_worker_alive_and_the_next_reward
 def test_the_result_parser_and_the_frame_reader_only_raise_their_own_errors(data):
     """Pure parts of the pipe, on arbitrary bytes: the zygote's result parser never raises and
     keeps at most 300 characters of an error; the parent's frame reader raises only FrameError."""
-    from rubriq.extract.sandbox.zygote import FrameError, parse_result, read_frame
+    from rubriq.extract.sandbox.protocol import FrameError, parse_result, read_frame
 
     result, why = parse_result(data)
     assert result is None or why is None
@@ -591,7 +600,7 @@ def test_a_running_job_dies_with_its_worker():
     deadline = time.monotonic() + 20 * TIME_SCALE
     job: list[int] = []
     while len(job) < 3 and time.monotonic() < deadline:  # S, I and K are up
-        time.sleep(0.1)
+        time.sleep(0.1)  # paces the poll for the job's processes (the deadline bounds it)
         job = job_processes()
     assert len(job) >= 3, job
     for z in _zygote_pids():
@@ -601,5 +610,5 @@ def test_a_running_job_dies_with_its_worker():
     deadline = time.monotonic() + 60  # a bound on a wait, not a speed check: exits early when clean
     # running(): a process that exits between the check and the read of its status is not running
     while (alive := [p for p in job if running(p)]) and (time.monotonic() < deadline):
-        time.sleep(0.1)
+        time.sleep(0.1)  # paces the poll for the job's processes to exit (the deadline bounds it)
     assert not alive, f"the job's processes outlived their zygote: {alive}"

@@ -29,7 +29,7 @@ from typing import Any
 from rubriq.cache import LRUCache
 from rubriq.config import ConfigError, RubricConfig
 from rubriq.evaluator.result import EvaluationResult, is_correct
-from rubriq.extract.sandbox.zygote import check_depth
+from rubriq.extract.sandbox.protocol import check_depth
 
 log = logging.getLogger(__name__)
 

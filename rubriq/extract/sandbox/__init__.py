@@ -71,7 +71,7 @@ def run_python(code: str, cfg: ExtractionConfig = ExtractionConfig(), timeout_s:
             check_code(code)
         except GuardError as exc:
             raise PythonExecutionError(f"rejected by the pre-filter: {exc}") from None
-    from rubriq.extract.sandbox.zygote import MAX_CODE_BYTES
+    from rubriq.extract.sandbox.protocol import MAX_CODE_BYTES
 
     if len(code.encode("utf-8", "surrogatepass")) > MAX_CODE_BYTES:
         raise PythonExecutionError(f"code larger than {MAX_CODE_BYTES} bytes")

@@ -31,7 +31,8 @@ import tempfile
 import threading
 import time
 
-from rubriq.extract.sandbox import zygote as proto
+from rubriq.extract.sandbox import protocol
+from rubriq.extract.sandbox.zygote import MAX_LANES
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +42,7 @@ REPLY_MARGIN_S = 30.0
 (the zygote itself allows 5 s for set-up and 5 s for the job's tree to die)."""
 RETRY_AFTER_S = 30.0
 FRAME_OVERHEAD = 64 * 1024
-JOBS_PER_ZYGOTE = proto.MAX_LANES // 2
+JOBS_PER_ZYGOTE = MAX_LANES // 2
 """Jobs sent to one zygote at once: half its lanes, since a lane stays taken for a moment after
 its answer (until the job's supervisor and init are gone)."""
 MIN_JOB_S = 0.05
@@ -128,8 +129,8 @@ class _Zygote:
         assert self.proc.stdin is not None and self.proc.stdout is not None  # both are pipes
         self._stdin, self._stdout = self.proc.stdin, self.proc.stdout
         try:
-            hello = proto.read_frame(self._stdout.fileno(), time.monotonic() + startup_timeout, 1 << 20)
-        except proto.FrameError as exc:
+            hello = protocol.read_frame(self._stdout.fileno(), time.monotonic() + startup_timeout, 1 << 20)
+        except protocol.FrameError as exc:
             hello = {"error": str(exc)}
         if not hello or not hello.get("ready"):
             self.kill()
@@ -156,8 +157,8 @@ class _Zygote:
         why = "stopped"
         while True:
             try:
-                frame = proto.read_frame(self._stdout.fileno(), None, lambda: self._max_frame)
-            except (proto.FrameError, OSError, ValueError) as exc:
+                frame = protocol.read_frame(self._stdout.fileno(), None, lambda: self._max_frame)
+            except (protocol.FrameError, OSError, ValueError) as exc:
                 why = f"the sandbox worker did not answer properly: {exc}"
                 break
             if frame is None:
@@ -192,7 +193,7 @@ class _Zygote:
             self._pending[nonce] = waiter
         try:
             with self._write_lock:  # not self._lock: the reader must never wait for a writer
-                proto.write_frame(self._stdin.fileno(), {**job, "nonce": nonce})
+                protocol.write_frame(self._stdin.fileno(), {**job, "nonce": nonce})
         except (OSError, ValueError) as exc:
             with self._lock:
                 self._pending.pop(nonce, None)
