@@ -48,6 +48,23 @@ def check_memory(n: int, columns: int, memory_mb: float | None) -> None:
         )
 
 
+def checked_width(
+    n_circuit: int, target: np.ndarray, max_qubits: int, memory_mb: float | None, state: bool = False
+) -> tuple[int, int, int]:
+    """(d, n_target, n) for simulating a circuit of ``n_circuit`` qubits against ``target`` (a
+    unitary, or a state vector with ``state``): the target's dimension and width and the width
+    simulated, refused before anything is allocated above ``max_qubits``
+    (:class:`SimulationTooLargeError`) or the memory budget (``BudgetExceeded``)."""
+    d = target.shape[0]
+    n_target = d.bit_length() - 1
+    n = max(n_circuit, n_target)
+    if n > max_qubits:
+        cap = "state-simulation" if state else "exact-fidelity"
+        raise SimulationTooLargeError(f"{n} qubits exceed the {cap} cap of {max_qubits}")
+    check_memory(n, 1 if state else d, memory_mb)
+    return d, n_target, n
+
+
 def simulate_rows(ops, n: int, block, rows: int, deadline=None, ops_backend=None):
     """Apply the canonical gates to every column of ``block`` (shape (2^n, m)) and return the
     first ``rows`` rows of the result (the ancilla-free part), up to a global phase."""
@@ -132,12 +149,7 @@ def unitary_fidelity(
     threads: int = 0,
 ) -> FidelityResult:
     """Exact F_process (and F_avg) of the canonical gates against a dense target unitary."""
-    d = target.shape[0]
-    n_target = d.bit_length() - 1
-    n = max(n_circuit, n_target)
-    if n > max_qubits:
-        raise SimulationTooLargeError(f"{n} qubits exceed the exact-fidelity cap of {max_qubits}")
-    check_memory(n, d, memory_mb)
+    d, n_target, _ = checked_width(n_circuit, target, max_qubits, memory_mb)
     block = circuit_block(ops, n_circuit, n_target, deadline, threads)
     trace = complex(np.vdot(target, block))
     f_pro = min(1.0, abs(trace) ** 2 / d**2)
@@ -153,12 +165,7 @@ def state_fidelity(
     memory_mb: float | None = None,
 ) -> FidelityResult:
     """Exact state fidelity of the circuit's output (ancillas projected on |0>) with the target state."""
-    d = target.shape[0]
-    n_target = d.bit_length() - 1
-    n = max(n_circuit, n_target)
-    if n > max_qubits:
-        raise SimulationTooLargeError(f"{n} qubits exceed the state-simulation cap of {max_qubits}")
-    check_memory(n, 1, memory_mb)
+    d, _, n = checked_width(n_circuit, target, max_qubits, memory_mb, state=True)
     state = np.zeros((2**n, 1), dtype=complex)
     state[0, 0] = 1.0
     rows = simulate_rows(ops, n, state, d, deadline)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rubriq.sim.exact import FidelityResult, SimulationTooLargeError, check_memory
+from rubriq.sim.exact import FidelityResult, checked_width
 from rubriq.sim.kernels import TorchOps, run_program
 from rubriq.sim.measures import average_fidelity
 from rubriq.sim.program import compile_ops
@@ -55,11 +55,7 @@ class TorchBackend:
     def unitary_fidelity(
         self, ops, n_circuit: int, target: np.ndarray, max_qubits: int, deadline=None, memory_mb=None
     ) -> FidelityResult:
-        d = target.shape[0]
-        n = max(n_circuit, d.bit_length() - 1)
-        if n > max_qubits:
-            raise SimulationTooLargeError(f"{n} qubits exceed the exact-fidelity cap of {max_qubits}")
-        check_memory(n, d, memory_mb)
+        d, _, n = checked_width(n_circuit, target, max_qubits, memory_mb)
         torch = self.torch
         block = torch.zeros((2**n, d), dtype=torch.complex128, device=self.device)
         idx = torch.arange(d, device=self.device)
@@ -72,11 +68,7 @@ class TorchBackend:
     def state_fidelity(
         self, ops, n_circuit: int, target: np.ndarray, max_qubits: int, deadline=None, memory_mb=None
     ) -> FidelityResult:
-        d = target.shape[0]
-        n = max(n_circuit, d.bit_length() - 1)
-        if n > max_qubits:
-            raise SimulationTooLargeError(f"{n} qubits exceed the state-simulation cap of {max_qubits}")
-        check_memory(n, 1, memory_mb)
+        d, _, n = checked_width(n_circuit, target, max_qubits, memory_mb, state=True)
         start = np.zeros((1, 1), dtype=complex)
         start[0, 0] = 1.0
         rows = self.simulate_rows(ops, n, start, d, deadline)
