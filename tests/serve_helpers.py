@@ -98,6 +98,43 @@ def differences(a: Any, b: Any, tol: float = 1e-12, where: str = "") -> list[str
     return [] if a == b else [f"{where}: {a!r} != {b!r}"]
 
 
+def running_a_job(pid: int) -> bool:
+    """Whether the process ``pid`` has a sandbox supervisor running a job among its descendants (a
+    finished job's supervisor not yet reaped, a zombie, does not count)."""
+    import psutil
+
+    from rubriq.extract.sandbox.zygote import JOB_NAME
+
+    def running(child: psutil.Process) -> bool:
+        try:
+            return child.name() == JOB_NAME.decode() and child.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    try:
+        return any(running(c) for c in psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return False
+
+
+class VirtualClock:
+    """A stand-in for the ``time`` module of :mod:`rubriq.serve.client` (``monkeypatch.setattr(
+    client_module, "time", VirtualClock())``): ``monotonic()`` reads a clock that only ``sleep()``
+    moves, so a test of the client's patience checks how long it waited, in its own seconds,
+    without waiting (nor asserting on the machine's clock)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -145,7 +182,7 @@ class Server:
                     return
             except httpx.HTTPError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.1)  # paces the poll for the server to answer /health (the deadline bounds it)
         raise TimeoutError(f"rubriq serve not up in {timeout} s: {self.log()[-2000:]}")
 
     def log(self) -> str:

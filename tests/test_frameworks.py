@@ -34,7 +34,17 @@ import pytest
 pytest.importorskip("verl")
 pytest.importorskip("openrlhf")
 
-from tests.serve_helpers import MIXED, QFT2, REWRITE, ROOT, Server, differences, free_port, reference  # noqa: E402
+from tests.serve_helpers import (  # noqa: E402
+    MIXED,
+    QFT2,
+    REWRITE,
+    ROOT,
+    Server,
+    VirtualClock,
+    differences,
+    free_port,
+    reference,
+)
 from tests.verl_helpers import compose, data_proto, docs_blocks, overrides_of  # noqa: E402
 
 VERL, OPENRLHF = "0.9.1", "0.11.2"
@@ -254,6 +264,7 @@ def test_verl_reward_loop_waits_through_an_outage_of_the_scoring_server(tokenize
     with RUBRIQ_PATIENCE set short, a server that stays down ends the batch with
     RubriQUnavailable naming the setting, after about that long."""
     from rubriq.integrations import backend as backend_module
+    from rubriq.serve import client as client_module
     from rubriq.serve.client import DEFAULT_PATIENCE, RubriQUnavailable
 
     assert DEFAULT_PATIENCE >= 300  # a restart of the service fits
@@ -278,7 +289,7 @@ def test_verl_reward_loop_waits_through_an_outage_of_the_scoring_server(tokenize
         for b in list(backend_module._BACKENDS.values())
     ):
         assert time.monotonic() < deadline and thread.is_alive(), "the reward worker did not wait for the server"
-        time.sleep(0.05)
+        time.sleep(0.05)  # paces the poll of the client's retry count (the deadline bounds it)
     try:
         s.start()
         thread.join(timeout=240)
@@ -295,10 +306,11 @@ def test_verl_reward_loop_waits_through_an_outage_of_the_scoring_server(tokenize
         ]
     )
     monkeypatch.setenv("RUBRIQ_PATIENCE", "2")  # read when the reward worker builds its client
-    start = time.monotonic()
-    with pytest.raises(RubriQUnavailable, match=r"waits 2 s .*RUBRIQ_PATIENCE"):
+    clock = VirtualClock()  # the client's waits, counted without waiting
+    monkeypatch.setattr(client_module, "time", clock)
+    with pytest.raises(RubriQUnavailable, match=r"over 2.0 s .* waits 2 s .*RUBRIQ_PATIENCE"):
         reward_loop(down, data_proto(tokenizer, [(MIXED[0][1], QFT2)]))
-    assert 2 <= time.monotonic() - start < 60
+    assert clock.now == pytest.approx(2.0) and len(clock.sleeps) >= 2
 
 
 @pytest.mark.timeout(900)  # a fresh interpreter, 64 forked scorers, a Ray cluster: minutes on a loaded machine

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import time
 from collections import defaultdict
 
 import numpy as np
@@ -234,9 +233,11 @@ def test_trl_grpo_step_logs_the_remote_rewards_as_trl_names_them(server, tmp_pat
 def test_client_patience_is_a_setting_and_its_end_says_so(monkeypatch):
     """The client retries an unavailable server for its patience (RUBRIQ_PATIENCE or
     patience=), then raises RubriQUnavailable naming the setting; the default outlasts a
-    restart of the service."""
+    restart of the service.  Its waits are counted on a virtual clock: exactly the patience,
+    in pauses that grow from the backoff."""
+    from rubriq.serve import client as client_module
     from rubriq.serve.client import DEFAULT_PATIENCE, RubriQClient, RubriQUnavailable
-    from tests.serve_helpers import free_port
+    from tests.serve_helpers import VirtualClock, free_port
 
     assert DEFAULT_PATIENCE >= 300
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
@@ -244,10 +245,12 @@ def test_client_patience_is_a_setting_and_its_end_says_so(monkeypatch):
     monkeypatch.setenv("RUBRIQ_PATIENCE", "1.5")
     client = RubriQClient(url, backoff=0.1)
     assert client.patience == 1.5
-    start = time.monotonic()
-    with pytest.raises(RubriQUnavailable, match=r"waits 1.5 s \(patience=, or RUBRIQ_PATIENCE"):
+    clock = VirtualClock()
+    monkeypatch.setattr(client_module, "time", clock)
+    with pytest.raises(RubriQUnavailable, match=r"over 1.5 s .* waits 1.5 s \(patience=, or RUBRIQ_PATIENCE"):
         client.score([QFT2_QASM], [QFT2])
-    assert 1.5 <= time.monotonic() - start < 30 and client.stats["retries"] >= 2
+    assert clock.now == pytest.approx(1.5) and client.stats["retries"] == len(clock.sleeps) >= 2
+    assert 0.08 <= clock.sleeps[0] <= 0.12 and clock.sleeps[1] > clock.sleeps[0]  # backoff 0.1 s, doubling (+-20%)
     with pytest.raises(RubriQUnavailable, match="after 1 tries"):
         RubriQClient(url, patience=0).score([QFT2_QASM], [QFT2])
     monkeypatch.setenv("RUBRIQ_PATIENCE", "ten minutes")

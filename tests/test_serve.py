@@ -21,7 +21,16 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("prometheus_client")
 
-from tests.serve_helpers import MIXED, QFT2, QFT2_QASM, Server, differences, reference, slow_item  # noqa: E402
+from tests.serve_helpers import (  # noqa: E402
+    MIXED,
+    QFT2,
+    QFT2_QASM,
+    Server,
+    differences,
+    reference,
+    running_a_job,
+    slow_item,
+)
 
 KEY = "test-key-0123456789abcdef"
 
@@ -122,7 +131,7 @@ def test_full_queue_answers_503_with_retry_after_then_recovers(tmp_path):
             first = pool.submit(post, s, slow, None)
             deadline = time.monotonic() + 120
             while httpx.get(s.url + "/health", timeout=5).json()["pending"] < 4 and time.monotonic() < deadline:
-                time.sleep(0.02)
+                time.sleep(0.02)  # paces the /health poll (the deadline bounds the wait)
             refused = post(s, {"items": [{"completion": QFT2_QASM, "target": QFT2}]}, None)
             assert refused.status_code == 503, refused.text
             assert int(refused.headers["retry-after"]) >= 1 and "--max-pending" in refused.json()["error"]
@@ -136,11 +145,13 @@ def test_full_queue_answers_503_with_retry_after_then_recovers(tmp_path):
 
 def test_a_client_that_goes_away_cancels_its_request(tmp_path):
     """A request of 8 slow items whose client disconnects is cancelled: its items leave the queue,
-    the items not yet started are never scored, and it is counted as 499."""
+    the items not yet started are never scored, and it is counted as 499.  What was scored is
+    counted behind a barrier, not after a pause: one fast item sent afterwards is answered by the
+    server's one scoring thread only after whatever it had started (or been left) before it."""
     with Server("--workers", "1", "--max-items", "8", log=tmp_path / "log") as s:
         deadline = time.monotonic() + 120
         while httpx.get(s.url + "/health", timeout=5).json()["scored"] < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)  # the start-up warm-up item is done
+            time.sleep(0.05)  # paces the /health poll for the start-up warm-up item
         before = httpx.get(s.url + "/health", timeout=5).json()["scored"]
         raw = json.dumps(
             {"items": [{"completion": slow_item(20_000_000, str(i)), "target": QFT2} for i in range(8)]}
@@ -153,14 +164,17 @@ def test_a_client_that_goes_away_cancels_its_request(tmp_path):
             )
             deadline = time.monotonic() + 120
             while httpx.get(s.url + "/health", timeout=5).json()["pending"] < 8 and time.monotonic() < deadline:
-                time.sleep(0.02)
+                time.sleep(0.02)  # paces the /health poll (the deadline bounds the wait)
         deadline = time.monotonic() + 180
         while httpx.get(s.url + "/health", timeout=5).json()["pending"] and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.05)  # paces the /health poll (the deadline bounds the wait)
         health = httpx.get(s.url + "/health", timeout=5).json()
         assert health["pending"] == 0
-        time.sleep(2.0)  # the item that was running when the client left may finish; no other starts
-        scored = httpx.get(s.url + "/health", timeout=5).json()["scored"] - before
+        # the barrier: a new item (never scored before) waits for the item that was running when the
+        # client left, and for any the cancellation missed; then every such item is in the count
+        probe = post(s, {"items": [{"completion": QFT2_QASM + " // after the disconnect", "target": QFT2}]}, None)
+        assert probe.status_code == 200 and probe.json()["results"][0]["correct"]
+        scored = httpx.get(s.url + "/health", timeout=5).json()["scored"] - before - 1
         assert scored <= 2, f"{scored} of 8 items scored after the client went away"
         assert 'status="499"' in httpx.get(s.url + "/metrics", timeout=5).text
 
@@ -177,8 +191,8 @@ def test_a_sandbox_crash_is_that_items_error_not_a_failed_batch(tmp_path):
             deadline = time.monotonic() + 240  # the first Python job starts the zygotes
             zygotes = []
             while time.monotonic() < deadline and not zygotes:
-                zygotes = [p for p in s.children("rubriq.extract.sandbox.zygote") if _running_a_job(p)]
-                time.sleep(0.05)
+                zygotes = [p for p in s.children("rubriq.extract.sandbox.zygote") if running_a_job(p)]
+                time.sleep(0.05)  # paces the poll for a zygote running the slow item (the deadline bounds it)
             assert zygotes, "the slow item never reached the sandbox"
             for pid in s.children("rubriq.extract.sandbox.zygote"):  # the zygotes and their job children
                 try:
@@ -191,31 +205,22 @@ def test_a_sandbox_crash_is_that_items_error_not_a_failed_batch(tmp_path):
         assert not differences(got, reference(completion, spec))
 
 
-def _running_a_job(zygote: int) -> bool:
-    """Whether a sandbox zygote has forked the child that runs a job."""
-    import psutil
-
-    try:
-        return bool(psutil.Process(zygote).children())
-    except psutil.Error:
-        return False
-
-
 def test_a_dead_scoring_process_costs_a_retry_not_an_item(tmp_path):
-    """kill -9 of a scoring worker process mid-request breaks the pool; its items are scored again
-    on a fresh pool and every answer is still the right one."""
+    """kill -9 of a scoring worker process mid-request (while it runs a slow item: a sandbox job
+    among its descendants) breaks the pool; its items are scored again on a fresh pool and every
+    answer is still the right one."""
     with Server("--workers", "2", log=tmp_path / "log") as s:
         items = [{"completion": slow_item(10_000_000, str(i)), "target": QFT2} for i in range(6)]
         items += [{"completion": c, "target": t} for _, c, t in MIXED[:3]]
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             answer = pool.submit(post, s, {"items": items}, None)
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and httpx.get(s.url + "/health", timeout=5).json()["pending"] == 0:
-                time.sleep(0.02)
-            time.sleep(0.3)
-            workers = s.children("spawn_main")
-            assert workers
-            os.kill(workers[0], signal.SIGKILL)
+            deadline = time.monotonic() + 240  # the first Python job starts the worker's zygotes
+            busy: list[int] = []
+            while time.monotonic() < deadline and not busy and not answer.done():
+                busy = [pid for pid in s.children("spawn_main") if running_a_job(pid)]
+                time.sleep(0.02)  # paces the poll for a worker running a slow item (the deadline bounds it)
+            assert busy, "no scoring worker ever ran a slow item"
+            os.kill(busy[0], signal.SIGKILL)
             response = answer.result(timeout=180)
     assert response.status_code == 200
     results = response.json()["results"]
@@ -235,7 +240,7 @@ def test_client_retries_through_a_server_restart(tmp_path):
 
     s = Server("--workers", "1", log=tmp_path / "log").start()
     try:
-        client = RubriQClient(s.url, retries=20, backoff=0.2, max_backoff=1.0)
+        client = RubriQClient(s.url, patience=300, backoff=0.2, max_backoff=1.0)
         texts = [slow_item(4_000_000, str(i)) for i in range(4)] + [c for _, c, _ in MIXED[:3]]
         specs = [QFT2] * 4 + [t for _, _, t in MIXED[:3]]
         out: dict = {}
@@ -243,9 +248,13 @@ def test_client_retries_through_a_server_restart(tmp_path):
         thread.start()
         deadline = time.monotonic() + 120
         while httpx.get(s.url + "/health", timeout=5).json()["pending"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
+            time.sleep(0.01)  # paces the /health poll (the deadline bounds the wait)
         s.kill()
-        time.sleep(1.0)
+        # restart once the client has seen the server gone (its first retry), not after a pause
+        deadline = time.monotonic() + 60
+        while client.stats["retries"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)  # paces the poll of the client's retry count (the deadline bounds it)
+        assert client.stats["retries"] >= 1, "the client never noticed the server was gone"
         s.start()
         thread.join(timeout=180)
         assert not thread.is_alive() and client.stats["retries"] >= 1

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("ray.serve")
 httpx = pytest.importorskip("httpx")
 
-from tests.serve_helpers import MIXED, QFT2, Server, differences, reference, slow_item  # noqa: E402
+from tests.serve_helpers import MIXED, QFT2, Server, differences, reference, running_a_job, slow_item  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -40,25 +40,6 @@ def replica_pids(server: Server, tries: int = 40) -> set[int]:
         if len(pids) == 2:
             break
     return pids
-
-
-def running_a_job(pid: int) -> bool:
-    """Whether the process ``pid`` has a sandbox supervisor running a job among its descendants (a
-    finished job's supervisor not yet reaped, a zombie, does not count)."""
-    import psutil
-
-    from rubriq.extract.sandbox.zygote import JOB_NAME
-
-    def running(child: psutil.Process) -> bool:
-        try:
-            return child.name() == JOB_NAME.decode() and child.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            return False
-
-    try:
-        return any(running(c) for c in psutil.Process(pid).children(recursive=True))
-    except psutil.Error:
-        return False
 
 
 def test_two_replicas_answer_and_equal_in_process_scoring(ray_server):
@@ -87,7 +68,7 @@ def test_killing_a_replica_mid_load_loses_no_item(ray_server):
     # had finished) their items at 1 s, and no retry was seen.
     deadline = time.monotonic() + 120
     while not running_a_job(victim) and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
+        time.sleep(0.01)  # paces the poll for the victim running a job (the deadline bounds it)
     assert running_a_job(victim), "the victim replica never ran an item"
     os.kill(victim, signal.SIGKILL)
     thread.join(timeout=300)
