@@ -293,6 +293,33 @@ def load_yaml_mapping(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def deep_merge(base: dict, override: dict) -> dict:
+    """``override`` merged into ``base``: mappings key by key, everything else replaced.
+
+    >>> deep_merge({"a": {"x": 1, "y": 2}, "b": 1}, {"a": {"y": 3}, "b": [2]})
+    {'a': {'x': 1, 'y': 3}, 'b': [2]}
+    """
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def load_with_base(path: str | Path, _seen: tuple = ()) -> dict[str, Any]:
+    """A YAML mapping with its ``base:`` chain resolved: a file that starts with
+    ``base: other.yaml`` (a path relative to the file) is ``other.yaml``'s mapping (itself
+    resolved the same way) with the file's sections merged into it key by key
+    (:func:`deep_merge`), so a variant states only what it changes."""
+    path = Path(path).resolve()
+    if path in _seen:
+        raise ConfigError(f"{path}: circular base chain")
+    data = load_yaml_mapping(path)
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    return deep_merge(load_with_base(path.parent / base, _seen + (path,)), data)
+
+
 def from_dict(cls: type, data: dict[str, Any]) -> Any:
     """Build dataclass ``cls`` from a mapping, recursively and strictly.
 
@@ -320,7 +347,9 @@ def from_dict(cls: type, data: dict[str, Any]) -> Any:
 def _coerce(tp: Any, value: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return from_dict(tp, value)
+        # a section that is not its class's fields one to one (a sampling spec's keys written flat)
+        section = getattr(tp, "from_section", None)
+        return section(value) if section is not None and isinstance(value, dict) else from_dict(tp, value)
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{where} expects a list, got {value!r}")
@@ -331,7 +360,10 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
             raise ConfigError(f"{where} must be one of {typing.get_args(tp)}, got {value!r}")
         return value
     if origin in (typing.Union, types.UnionType):
-        return value
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if value is None and len(args) < len(typing.get_args(tp)):
+            return None
+        return _coerce(args[0], value, where) if len(args) == 1 else value  # X | None: checked as X
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{where} expects true/false, got {value!r}")

@@ -31,11 +31,19 @@ T = TypeVar("T")
 
 
 def option(
-    default: Any, help: str, *, metavar: str | None = None, flag: str | None = None, repeatable: bool = False
+    default: Any,
+    help: str,
+    *,
+    metavar: str | None = None,
+    flag: str | None = None,
+    short: str | None = None,
+    repeatable: bool = False,
 ) -> Any:
     """A dataclass field that is also a command-line option: ``--field-name`` unless ``flag``
-    says otherwise; ``repeatable``: a list option given once per value."""
-    kwargs: dict[str, Any] = {"metadata": {"help": help, "metavar": metavar, "flag": flag, "repeatable": repeatable}}
+    says otherwise (``short``: a one-letter alias, e.g. ``-n``); ``repeatable``: a list option
+    given once per value."""
+    metadata = {"help": help, "metavar": metavar, "flag": flag, "short": short, "repeatable": repeatable}
+    kwargs: dict[str, Any] = {"metadata": metadata}
     if isinstance(default, list):
         kwargs["default_factory"] = lambda: list(default)
     else:
@@ -91,12 +99,24 @@ def from_namespace(cls: type[T], namespace: argparse.Namespace) -> T:
     return cls(**values)
 
 
-def typer_options(cls: type, into: str = "options", exclude: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+def typer_options(
+    cls: type,
+    into: str = "options",
+    exclude: tuple[str, ...] = (),
+    defaults: dict[str, Any] | None = None,
+    notes: dict[str, str] | None = None,
+) -> Callable[[Callable], Callable]:
     """Decorate a typer command taking ``into: cls``: the command gets one typer option per
     option field of ``cls`` (flag, metavar, help and default from the field; ``exclude``: fields
-    left at their defaults, e.g. one whose flag the command already has) and is called with the
-    dataclass built from them."""
+    left at their defaults, e.g. one whose flag the command already has; ``defaults``: the
+    command's own defaults of some fields; ``notes``: what the command adds to a field's help)
+    and is called with the dataclass built from them."""
     import typer
+
+    defaults, notes = defaults or {}, notes or {}
+    unknown = sorted((set(defaults) | set(notes)) - {f.name for f in dataclasses.fields(cls)})
+    if unknown:
+        raise TypeError(f"typer_options({cls.__name__}): no field(s) {unknown}")
 
     def fields() -> list[tuple[dataclasses.Field, Any]]:
         return [(f, tp) for f, tp in _fields(cls) if f.name not in exclude]
@@ -108,7 +128,10 @@ def typer_options(cls: type, into: str = "options", exclude: tuple[str, ...] = (
         annotations = {k: v for k, v in hints.items() if k != into}
         for f, tp in fields():
             meta = f.metadata
-            default = typer.Option(_default(f), _flag(f), help=meta["help"], metavar=meta["metavar"])
+            flags = [_flag(f), *([meta["short"]] if meta.get("short") else [])]
+            text = meta["help"] + (" " + notes[f.name] if f.name in notes else "")
+            value = defaults[f.name] if f.name in defaults else _default(f)
+            default = typer.Option(value, *flags, help=text, metavar=meta["metavar"])
             params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=tp))
             annotations[f.name] = tp
         names = [f.name for f, _ in fields()]

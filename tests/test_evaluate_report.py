@@ -75,10 +75,10 @@ def reference_records(folder):
 def test_evaluate_with_the_tiny_model_writes_records_and_summaries(workspace, tmp_path):
     from rubriq.evaluation.evaluate import EvalRequest, run_evaluation
     from rubriq.evaluation.sampling import load_records
+    from rubriq.models.sampling import SamplingSpec
 
-    req = EvalRequest(
-        model="tiny", dataset=str(workspace / "data"), split="test", samples=2, temperature=1.0, max_new_tokens=8
-    )
+    spec = SamplingSpec(samples=2, temperature=1.0, top_p=0.95, max_new_tokens=8)
+    req = EvalRequest(model="tiny", dataset=str(workspace / "data"), split="test", sampling=spec)
     summary = run_evaluation(req, tmp_path / "eval")
     records = load_records(tmp_path / "eval" / "records.jsonl")
     n_rows = len([x for x in (workspace / "data" / "test.jsonl").read_text().splitlines() if x.strip()])

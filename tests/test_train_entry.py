@@ -18,7 +18,7 @@ def test_paper_config_carries_table_iii():
 
     s = TrainSettings.from_yaml(Path(__file__).resolve().parents[1] / REPO_CONFIG)
     assert (s.lora.r, s.lora.lora_alpha, s.lora.lora_dropout) == (64, 128, 0.05)
-    g = s.grpo
+    g = s.grpo.to_trl()  # the keywords TRL's GRPOConfig gets
     assert (g["learning_rate"], g["lr_scheduler_type"], g["warmup_steps"]) == (5e-6, "cosine", 0.1)
     assert (g["per_device_train_batch_size"], g["gradient_accumulation_steps"], g["num_generations"]) == (1, 8, 8)
     assert (g["temperature"], g["top_p"], g["max_completion_length"], g["num_train_epochs"]) == (0.8, 0.95, 2048, 50)
@@ -134,7 +134,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     # kill it once checkpoint 2 is written (however long that takes: pytest's timeout is the bound);
     # a machine fast enough to finish all 40 steps first still leaves checkpoints to resume from
     while not (out / "checkpoint-2" / "trainer_state.json").exists() and proc.poll() is None:
-        time.sleep(0.5)
+        time.sleep(0.5)  # paces the poll for checkpoint 2 (pytest's timeout bounds it)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert (out / "checkpoint-2" / "trainer_state.json").exists(), "training ended before checkpoint 2"

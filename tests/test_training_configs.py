@@ -50,7 +50,7 @@ def test_every_shipped_config_loads(path):
         from rubriq.evaluation.leaderboard import LeaderboardConfig
 
         board = LeaderboardConfig.from_yaml(path)
-        assert board.entries and board.samples >= 1
+        assert board.entries and board.sampling.samples >= 1
         return
     if path.parent.name == "accelerate":
         from accelerate.commands.config.config_args import ClusterConfig
@@ -66,16 +66,16 @@ def test_quickstart_config_fits_a_cpu():
     s = TrainSettings.from_yaml(ROOT / "configs" / "quickstart_cpu.yaml")
     assert s.model.name_or_path == "embedded" and s.sft.enabled
     # 8 completions per step as before, as 2 prompts x N = 4 (two groups to compare; docs/studies.md)
-    assert s.grpo["num_generations"] * 2 == s.grpo["per_device_train_batch_size"] == 8
-    assert s.evaluation.samples >= 4 and s.evaluation.temperature == s.grpo["temperature"]
-    assert s.grpo["bf16"] is False and s.sft.args["bf16"] is False
+    assert s.grpo.sampling.samples * 2 == s.grpo.per_device_train_batch_size == 8
+    assert s.evaluation.sampling.samples >= 4 and s.evaluation.sampling.temperature == s.sampling().temperature
+    assert s.grpo.bf16 is False and s.sft.args["bf16"] is False
     assert s.data.build["prompt_style"] == "compact"
 
 
 def test_gpu_config_inherits_table_iii_and_turns_on_vllm():
     s = TrainSettings.from_yaml(ROOT / "configs" / "rubriq_grpo_gpu.yaml")
-    assert s.grpo["use_vllm"] is True and s.grpo["vllm_mode"] == "colocate"
-    assert s.grpo["num_generations"] == 8 and s.lora.r == 64  # from the base file
+    assert s.grpo.use_vllm is True and s.grpo.vllm_mode == "colocate"
+    assert s.grpo.sampling.samples == 8 and s.lora.r == 64  # from the base file
 
 
 def test_base_chain_errors(tmp_path):
@@ -229,3 +229,45 @@ def test_normalize_then_sum_is_refused_because_the_reward_would_not_be_the_rubri
     with pytest.raises(ConfigError, match="sum_then_normalize"):
         TrainSettings.from_dict({"grpo": {"multi_objective_aggregation": "normalize_then_sum"}})
     assert TrainSettings.from_dict({"grpo": {"multi_objective_aggregation": "sum_then_normalize"}}).grpo
+
+
+def test_typed_grpo_and_ppo_sections():
+    """grpo and ppo are typed: TRL's GRPOConfig gets exactly the keys a config gives (the sampling
+    ones always, at TRL's own defaults when left out), an unknown key is an error naming it, a
+    config round-trips through to_dict, and both sections' sampling is one SamplingSpec."""
+    import dataclasses
+
+    import trl
+
+    from rubriq.config import ConfigError
+    from rubriq.training.config import GRPO_SAMPLING_KEYS, TRL_GRPO_SAMPLING, GRPOSettings, TrainSettings
+
+    trl_defaults = {f.name: f.default for f in dataclasses.fields(trl.GRPOConfig)}
+    assert TRL_GRPO_SAMPLING.to_dict() | {"top_k": None, "seed": 0} == {
+        name: trl_defaults[key] for key, name in GRPO_SAMPLING_KEYS.items() if key != "top_k"
+    } | {"top_k": None, "seed": 0}
+    g = GRPOSettings.from_dict({"learning_rate": 1, "seed": 3, "temperature": 0.7, "num_generations": 4})
+    assert g.learning_rate == 1.0 and isinstance(g.learning_rate, float)
+    assert g.sampling.temperature == 0.7 and g.sampling.samples == 4
+    assert g.to_trl() == {
+        "seed": 3,
+        "learning_rate": 1.0,
+        "temperature": 0.7,
+        "top_p": 1.0,
+        "num_generations": 4,
+        "max_completion_length": 512,
+    }
+    assert g.replace(max_steps=5).max_steps == 5 and g.replace(max_steps=5).sampling == g.sampling
+    with pytest.raises(ConfigError, match="'dataloader_num_workers'.*add it to GRPOSettings"):
+        GRPOSettings.from_dict({"dataloader_num_workers": 2})
+    with pytest.raises(ConfigError, match="'temprature': not a field of TRL's GRPOConfig"):
+        GRPOSettings.from_dict({"temprature": 0.8})
+    with pytest.raises(ConfigError, match="GRPOSettings.seed expects an integer"):
+        GRPOSettings.from_dict({"seed": "x"})
+    s = TrainSettings.from_yaml(ROOT / "configs" / "variants" / "sparse_ppo.yaml")
+    assert s.algorithm == "ppo" and s.sampling() == s.ppo.sampling
+    assert (s.ppo.sampling.temperature, s.ppo.sampling.top_p, s.ppo.sampling.max_new_tokens) == (0.8, 0.95, 2048)
+    assert s.grpo.sampling.temperature == 0.8 and s.ppo.learning_rate == 5e-6
+    assert TrainSettings.from_dict(s.to_dict()) == s
+    with pytest.raises(ConfigError, match="temprature"):
+        TrainSettings.from_dict({"ppo": {"temprature": 0.8}})

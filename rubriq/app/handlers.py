@@ -263,6 +263,7 @@ def synthesize_view(
     ``style``: the prompt style the policy was trained with."""
     from qiskit import qasm2
 
+    from rubriq.evaluation.settings import SYNTHESIS_SAMPLING
     from rubriq.evaluation.synthesize import SpecNotUnderstood, synthesize, target_from_text
 
     if policy is None:
@@ -286,9 +287,8 @@ def synthesize_view(
     evaluator = evaluator_for(target, config)
     out = synthesize(
         target,
-        n=int(n),
+        sampling=SYNTHESIS_SAMPLING.replace(samples=int(n), max_new_tokens=int(max_new_tokens)),
         fmt=fmt,
-        max_new_tokens=int(max_new_tokens),
         optimize=optimize,
         policy=policy,
         evaluator=evaluator,

@@ -20,6 +20,7 @@ from rich.table import Table
 from typer.exceptions import TyperException  # typer's own (vendored) click: usage errors
 
 from rubriq import __version__
+from rubriq.models.sampling import SamplingSpec
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
@@ -266,9 +267,11 @@ def check_model(model: str, flag: str = "--model") -> None:
         fail(str(exc), flag)
 
 
-def check_sampling(samples: int, temperature: float, max_new_tokens: int, samples_flag: str) -> None:
-    """The sampling options of ``evaluate`` and ``synthesize``: samples >= 1, temperature >= 0
-    (> 0 for more than one sample), max_new_tokens >= 1."""
+def check_sampling(spec: SamplingSpec, samples_flag: str = "--samples") -> None:
+    """The sampling options (:class:`~rubriq.models.sampling.SamplingSpec`'s flags) of
+    ``evaluate``, ``synthesize`` and ``optimize``: samples >= 1, temperature >= 0 (> 0 for more
+    than one sample), top-p in (0, 1], top-k >= 0, max_new_tokens >= 1, one line naming the flag."""
+    samples, temperature = spec.samples, spec.temperature
     check(samples >= 1, samples_flag, f"must be >= 1, got {samples}")
     check(temperature >= 0, "--temperature", f"must be >= 0, got {temperature}")
     check(
@@ -276,4 +279,6 @@ def check_sampling(samples: int, temperature: float, max_new_tokens: int, sample
         samples_flag,
         f"{samples} samples need --temperature > 0 (greedy decoding gives one distinct completion)",
     )
-    check(max_new_tokens >= 1, "--max-new-tokens", f"must be >= 1, got {max_new_tokens}")
+    check(0 < spec.top_p <= 1, "--top-p", f"must be in (0, 1], got {spec.top_p}")
+    check(spec.top_k is None or spec.top_k >= 0, "--top-k", f"must be >= 0 (0: all tokens), got {spec.top_k}")
+    check(spec.max_new_tokens >= 1, "--max-new-tokens", f"must be >= 1, got {spec.max_new_tokens}")

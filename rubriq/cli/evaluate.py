@@ -21,11 +21,13 @@ from rubriq.cli.common import (
     reported,
 )
 from rubriq.evaluation.settings import EndpointSettings
+from rubriq.models.sampling import SamplingSpec
 from rubriq.options import typer_options
 
 
 @app.command(context_settings=CONTEXT)
 @typer_options(EndpointSettings, into="remote")
+@typer_options(SamplingSpec, into="sampling", defaults={"top_p": 0.95, "max_new_tokens": 512})
 def evaluate(
     model: str = typer.Option(
         ...,
@@ -34,16 +36,9 @@ def evaluate(
     ),
     dataset: Path = typer.Option(Path("data/prompts"), metavar="DIR", help="Folder written by rubriq data build."),
     split: str = typer.Option("test", metavar="NAME", help="Dataset split (train, validation, test)."),
-    samples: int = typer.Option(1, "--samples", "-n", metavar="K", help="Completions per prompt (the k of pass@k)."),
-    temperature: float = typer.Option(0.0, metavar="T", help="0: greedy (then --samples must be 1)."),
-    top_p: float = typer.Option(
-        0.95, "--top-p", metavar="P", help="Nucleus sampling with temperature > 0 (1: the whole distribution)."
-    ),
-    max_new_tokens: int = typer.Option(512, metavar="N", help="Tokens per completion."),
     max_prompts: int = typer.Option(0, metavar="N", help="Evaluate at most N prompts (0: all)."),
     eps: float = typer.Option(0.01, metavar="EPS", help="Correct: F_avg >= 1 - EPS."),
     baselines: str = typer.Option("", metavar="LIST", help="Compiler baselines on the same targets, e.g. qiskit,pyzx."),
-    seed: int = typer.Option(0, metavar="N", help="Sampling seed (sample k of a prompt on an endpoint: N + k)."),
     out: Path = typer.Option(
         Path("runs/eval"), metavar="DIR", help="records.jsonl, summary.json (and completions.jsonl with --endpoint)."
     ),
@@ -53,6 +48,7 @@ def evaluate(
         help="Continue an --endpoint run that stopped: request only the completions missing from its cache.",
     ),
     remote: EndpointSettings = EndpointSettings(),
+    sampling: SamplingSpec = SamplingSpec(),
 ) -> None:
     """Sample a policy on a split and compute the paper's metrics (docs/metrics.md). With --endpoint
     URL --model NAME, sample a model behind any OpenAI-compatible server instead (docs/endpoints.md)."""
@@ -60,8 +56,7 @@ def evaluate(
     from rubriq.evaluation.evaluate import EvalRequest, run_evaluation
     from rubriq.tables import fmt
 
-    check_sampling(samples, temperature, max_new_tokens, "--samples")
-    check(0 < top_p <= 1, "--top-p", f"must be in (0, 1], got {top_p}")
+    check_sampling(sampling, "--samples")
     check(max_prompts >= 0, "--max-prompts", f"must be >= 0 (0: all), got {max_prompts}")
     check(0 < eps < 1, "--eps", f"must be in (0, 1), got {eps}")
     methods = tuple(m.strip() for m in baselines.split(",") if m.strip())
@@ -81,16 +76,7 @@ def evaluate(
         check_model(model)
         _warn_style(model, dataset, split)
     req = EvalRequest(
-        model=model,
-        dataset=str(dataset),
-        split=split,
-        samples=samples,
-        temperature=temperature,
-        top_p=top_p,
-        max_new_tokens=max_new_tokens,
-        max_prompts=max_prompts,
-        eps=eps,
-        seed=seed,
+        model=model, dataset=str(dataset), split=split, sampling=sampling, max_prompts=max_prompts, eps=eps
     )
     with reported():
         summary = run_evaluation(req, out, baselines=methods, endpoint=remote, resume=resume)

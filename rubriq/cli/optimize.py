@@ -21,7 +21,8 @@ from rubriq.cli.common import (
     new_table,
     reported,
 )
-from rubriq.evaluation.settings import EndpointSettings
+from rubriq.evaluation.settings import OPTIMIZE_SAMPLING, EndpointSettings
+from rubriq.models.sampling import SamplingSpec
 from rubriq.options import typer_options
 
 STYLES = ("full", "compact", "minimal")
@@ -29,6 +30,15 @@ STYLES = ("full", "compact", "minimal")
 
 @app.command(context_settings=CONTEXT)
 @typer_options(EndpointSettings, into="remote")
+@typer_options(
+    SamplingSpec,
+    into="sampling",
+    defaults=OPTIMIZE_SAMPLING.to_dict(),
+    notes={
+        "samples": "Rewrites to sample (0: the compilers only).",
+        "max_new_tokens": "0: enough for a rewrite as long as the input.",
+    },
+)
 def optimize(
     circuit: str = typer.Argument(
         ..., metavar="CIRCUIT", help="OpenQASM 2/3 file, Qiskit Python file (run in the sandbox), or - for stdin."
@@ -39,7 +49,6 @@ def optimize(
         help="Policy: model or adapter folder (e.g. results/studies/rewriting/warm_start), 'embedded' (the "
         "default), 'tiny'; with --endpoint, the name of the served model.",
     ),
-    n: int = typer.Option(8, "--samples", "-n", metavar="N", help="Rewrites to sample (0: the compilers only)."),
     compilers: str | None = typer.Option(
         None,
         metavar="LIST",
@@ -54,11 +63,6 @@ def optimize(
         metavar="FILE.qasm",
         help="The best verified circuit (default runs/optimize/NAME.opt.qasm); its JSON sidecar beside it (.json).",
     ),
-    temperature: float = typer.Option(0.8, metavar="T", help="Sampling temperature (0: greedy, one sample)."),
-    top_p: float = typer.Option(0.95, "--top-p", metavar="P", help="Nucleus sampling (1: the whole distribution)."),
-    max_new_tokens: int = typer.Option(
-        0, metavar="N", help="Tokens per rewrite (0: enough for a rewrite as long as the input)."
-    ),
     prompt_style: str | None = typer.Option(
         None,
         metavar="STYLE",
@@ -66,9 +70,9 @@ def optimize(
         "full for an endpoint).",
     ),
     route_timeout: float = typer.Option(300.0, metavar="SECONDS", help="Time limit of each compiler route."),
-    seed: int = typer.Option(0, metavar="N", help="Sampling seed."),
     show_all: bool = typer.Option(False, "--show-all", help="List every sampled rewrite with its verdict."),
     remote: EndpointSettings = EndpointSettings(),
+    sampling: SamplingSpec = OPTIMIZE_SAMPLING,
 ) -> None:
     """Rewrite CIRCUIT with fewer T gates: N samples from a policy and the compilers (Qiskit, TKET,
     PyZX), every circuit checked against the input (exact simulation, stabilizer tableaux or
@@ -77,11 +81,15 @@ def optimize(
     circuit has T <= T0."""
     from rubriq.evaluation.optimize import THEN, PolicySpec, installed_compilers, missing_compiler
 
+    n = sampling.samples
     check(n >= 0, "--samples", f"must be >= 0 (0: the compilers only), got {n}")
     if n:
-        check_sampling(n, temperature, max(max_new_tokens, 1), "--samples")
-    check(max_new_tokens >= 0, "--max-new-tokens", f"must be >= 0 (0: automatic), got {max_new_tokens}")
-    check(0 < top_p <= 1, "--top-p", f"must be in (0, 1], got {top_p}")
+        check_sampling(sampling.replace(max_new_tokens=max(sampling.max_new_tokens, 1)), "--samples")
+    check(
+        sampling.max_new_tokens >= 0,
+        "--max-new-tokens",
+        f"must be >= 0 (0: automatic), got {sampling.max_new_tokens}",
+    )
     check(route_timeout > 0, "--route-timeout", f"must be > 0 seconds, got {route_timeout}")
     check(prompt_style is None or prompt_style in STYLES, "--prompt-style", f"use one of {', '.join(STYLES)}")
     if compilers is None:
@@ -128,16 +136,7 @@ def optimize(
             model = model or "embedded"
             check_model(model)
             endpoint, style = None, prompt_style or prompt_style_of(model)
-        spec = PolicySpec(
-            model=model,
-            samples=n,
-            temperature=temperature,
-            top_p=top_p,
-            max_new_tokens=max_new_tokens,
-            seed=seed,
-            style=style,
-            endpoint=endpoint,
-        )
+        spec = PolicySpec(model=model, sampling=sampling, style=style, endpoint=endpoint)
     target = out or Path("runs/optimize") / f"{source.name}.opt.qasm"
     dropped = ", ".join(f"{v} {k}" for k, v in source.dropped.items())
     console.print(

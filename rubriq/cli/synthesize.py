@@ -19,7 +19,8 @@ from rubriq.cli.common import (
     param_dict,
     reported,
 )
-from rubriq.evaluation.settings import EndpointSettings
+from rubriq.evaluation.settings import SYNTHESIS_SAMPLING, EndpointSettings
+from rubriq.models.sampling import SamplingSpec
 from rubriq.options import typer_options
 
 FORMATS = ("qasm2", "qasm3", "python")
@@ -27,6 +28,12 @@ FORMATS = ("qasm2", "qasm3", "python")
 
 @app.command(context_settings=CONTEXT)
 @typer_options(EndpointSettings, into="remote")
+@typer_options(
+    SamplingSpec,
+    into="sampling",
+    defaults=SYNTHESIS_SAMPLING.to_dict(),
+    notes={"samples": "Candidates to sample.", "temperature": "Must be > 0 here."},
+)
 def synthesize(
     spec: str = typer.Argument(
         ..., metavar="SPEC", help='Natural-language spec, e.g. "Synthesize a 4-qubit QFT circuit".'
@@ -42,26 +49,24 @@ def synthesize(
         help="Policy: model or adapter folder, hub id, 'embedded' (the default), 'tiny'; with --endpoint, "
         "the name of the served model.",
     ),
-    n: int = typer.Option(16, "--samples", "-n", metavar="N", help="Candidates to sample."),
     fmt: str = typer.Option("qasm2", "--format", metavar="FORMAT", help="qasm2 | qasm3 | python"),
-    max_new_tokens: int = typer.Option(512, metavar="N", help="Tokens per candidate."),
-    temperature: float = typer.Option(0.8, metavar="T", help="Sampling temperature (> 0)."),
     optimize: bool = typer.Option(
         False,
         help="Compiler post-pass (PyZX, Qiskit) on the best circuit, kept only if "
         "verified equivalent and correct with fewer T or less depth.",
     ),
     show_all: bool = typer.Option(False, "--show-all", help="List every candidate with its score or error."),
-    seed: int = typer.Option(0, metavar="N", help="Sampling seed (candidate k on an endpoint: N + k)."),
     remote: EndpointSettings = EndpointSettings(),
+    sampling: SamplingSpec = SYNTHESIS_SAMPLING,
 ) -> None:
     """Sample N circuits for a spec, print the best correct one with its scores and drawing. The
     prompt is the one the policy was trained with (its folder's rubriq_policy.json)."""
     from rubriq.evaluation.evaluate import prompt_style_of
     from rubriq.evaluation.synthesize import SpecNotUnderstood, target_from_text
 
-    check_sampling(n, temperature, max_new_tokens, "--samples")
-    check(temperature > 0, "--temperature", f"must be > 0 for sampling, got {temperature}")
+    check_sampling(sampling, "--samples")
+    check(sampling.temperature > 0, "--temperature", f"must be > 0 for sampling, got {sampling.temperature}")
+    n = sampling.samples
     check(fmt in FORMATS, "--format", f"unknown format {fmt!r}; use {', '.join(FORMATS)}")
     check_target(target, qubits)
     check(
@@ -105,12 +110,9 @@ def synthesize(
         result = run_synthesis(
             tgt,
             model=model,
-            n=n,
+            sampling=sampling,
             fmt=fmt,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
             optimize=optimize,
-            seed=seed,
             style=style,
             policy=policy,
         )

@@ -54,6 +54,7 @@ from typing import Any
 from rubriq.evaluation.records import Record, dataset_of
 from rubriq.evaluation.settings import EndpointSettings
 from rubriq.extract.files import open_record
+from rubriq.models.sampling import SamplingSpec
 
 log = logging.getLogger(__name__)
 
@@ -335,6 +336,8 @@ class EndpointPolicy:
         kwargs["temperature"] = sampling["temperature"]
         if sampling["temperature"] > 0:
             kwargs["top_p"] = sampling["top_p"]
+            if "top_k" in sampling:
+                kwargs["extra_body"] = {"top_k": sampling["top_k"]}
         if n > 1:
             kwargs["n"] = n
         while True:
@@ -421,26 +424,30 @@ class EndpointPolicy:
     def generate(
         self,
         rows: list[dict],
-        samples: int = 1,
-        max_new_tokens: int = 256,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int = 0,
+        spec: SamplingSpec | None = None,
+        *,
         progress: bool = True,
         description: str = "sampling",
         on_batch: Callable[[int, int], None] | None = None,
-        **_: Any,
+        **fields: Any,
     ) -> list[Record]:
-        """``samples`` completions per row, from the cache where it has them, else from the
-        endpoint (``concurrency`` prompts in flight); ``on_batch(done, total)`` after each
-        completion.  The records come in (row, sample) order, as local sampling returns them."""
+        """``spec.samples`` completions per row (``fields``: spec fields one by one, over
+        ``spec``), from the cache where it has them, else from the endpoint (``concurrency``
+        prompts in flight); ``on_batch(done, total)`` after each completion.  The records come
+        in (row, sample) order, as local sampling returns them (the :class:`Policy` interface)."""
         from rubriq.progress import progress as progress_bar
 
-        if samples < 1:
-            raise ValueError("samples must be >= 1")
-        if temperature == 0 and samples > 1:
-            raise ValueError("greedy decoding (temperature 0) gives one distinct sample; set a temperature > 0")
-        sampling = {"temperature": temperature, "top_p": top_p, "max_tokens": max_new_tokens, "seed": seed}
+        spec = (spec or SamplingSpec()).replace(**fields)
+        spec.validate()
+        samples, seed = spec.samples, spec.seed
+        sampling = {
+            "temperature": spec.temperature,
+            "top_p": spec.top_p,
+            "max_tokens": spec.max_new_tokens,
+            "seed": seed,
+        }
+        if spec.top_k is not None:  # not an OpenAI parameter: vLLM, llama.cpp and Ollama read it
+            sampling["top_k"] = spec.top_k
         keys = [[cache_key(self.endpoint, self.model, r["prompt"], sampling, k) for k in range(samples)] for r in rows]
         missing = [[k for k in range(samples) if self.cache.get(keys[i][k]) is None] for i in range(len(rows))]
         total = len(rows) * samples

@@ -18,6 +18,7 @@ from rubriq.config import RubricConfig
 from rubriq.evaluation.metrics import DEFAULT_EPS, summarize, summarize_by
 from rubriq.evaluation.records import RecordLike
 from rubriq.evaluation.settings import EndpointSettings, EvalSettings
+from rubriq.models.sampling import SamplingSpec, sampling_field
 
 TINY = "tiny"
 
@@ -27,12 +28,30 @@ class EvalRequest(EvalSettings):
     """What ``rubriq evaluate`` samples: the sampling settings of training's ``evaluation``
     section, plus the policy, the dataset and the correctness tolerance."""
 
+    sampling: SamplingSpec = sampling_field(top_p=0.95)
     model: str = "embedded"
     dataset: str = "data/prompts"
-    top_p: float = 0.95
     max_prompts: int = 0
     eps: float = DEFAULT_EPS
-    seed: int = 0
+
+    def to_record(self) -> dict[str, Any]:
+        """The request as ``summary.json`` records it: flat, the sampling fields under their own
+        names (the leaderboard's protocol compares them); ``top_k`` only when set."""
+        s = self.sampling
+        return {
+            "split": self.split,
+            "samples": s.samples,
+            "max_new_tokens": s.max_new_tokens,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            **({"top_k": s.top_k} if s.top_k is not None else {}),
+            "batch_size": self.batch_size,
+            "model": self.model,
+            "dataset": self.dataset,
+            "max_prompts": self.max_prompts,
+            "eps": self.eps,
+            "seed": s.seed,
+        }
 
 
 def check_policy(name_or_path: str) -> None:
@@ -143,7 +162,7 @@ def run_evaluation(
     summary gets the token ``usage``; ``resume``: the cache must exist (a run to continue)."""
     from rubriq.baselines.compilers import METHODS
     from rubriq.data.prompts import load_split
-    from rubriq.evaluation.sampling import generate_with, save_records, score
+    from rubriq.evaluation.sampling import as_policy, save_records, score
 
     unknown = [m for m in baselines if m not in METHODS]
     if unknown:
@@ -170,25 +189,13 @@ def run_evaluation(
             raise ValueError("--resume continues an --endpoint run (local sampling keeps no completion cache)")
         check_policy(req.model)
         policy = load_policy(req.model)
-    records = score(
-        generate_with(
-            policy,
-            rows,
-            samples=req.samples,
-            max_new_tokens=req.max_new_tokens,
-            temperature=req.temperature,
-            top_p=req.top_p,
-            batch_size=req.batch_size,
-            seed=req.seed,
-        ),
-        config,
-    )
+    records = score(as_policy(policy, batch_size=req.batch_size).generate(rows, req.sampling), config)
     save_records(records, out / "records.jsonl")
-    summary: dict[str, Any] = {"request": req.__dict__}
+    summary: dict[str, Any] = {"request": req.to_record()}
     if endpoint is not None and endpoint.enabled:
         summary["endpoint"] = endpoint.public()
         summary["usage"] = policy.usage.to_dict(endpoint)
-    summary.update(summaries(records, req.eps, req.samples))
+    summary.update(summaries(records, req.eps, req.sampling.samples))
     if baselines:
         summary["baselines"] = baseline_rows(rows, baselines)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -43,11 +43,21 @@ from pathlib import Path
 from typing import Any
 
 from rubriq.evaluation.metrics import DEFAULT_EPS
+from rubriq.models.sampling import SamplingSpec, sampling_field, take_spec
 from rubriq.tables import fmt as _fmt
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_KEYS = ("split", "samples", "temperature", "top_p", "max_new_tokens", "seed", "eps")
+PROTOCOL_KEYS = ("split", "samples", "temperature", "top_p", "top_k", "max_new_tokens", "seed", "eps")
+LEADERBOARD_SAMPLING_KEYS = {
+    "samples": "samples",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "max_new_tokens": "max_new_tokens",
+    "seed": "seed",
+}
+"""The leaderboard YAML's keys that are :class:`SamplingSpec` fields (the same names)."""
 
 
 @dataclass(frozen=True)
@@ -86,11 +96,9 @@ class LeaderboardConfig:
     small_rewrites: dict[str, Any] = field(default_factory=dict)
     """A :class:`~rubriq.data.rewrites.RewriteGeneratorSpec` (generated rewrite prompts, held out
     for everyone); empty: none."""
-    samples: int = 4
-    temperature: float = 0.8
-    top_p: float = 0.95
-    max_new_tokens: int = 192
-    seed: int = 0
+    sampling: SamplingSpec = sampling_field(samples=4, temperature=0.8, top_p=0.95, max_new_tokens=192)
+    """How every entry is sampled; in YAML the keys ``samples``, ``temperature``, ``top_p``,
+    ``top_k``, ``max_new_tokens``, ``seed`` (:data:`LEADERBOARD_SAMPLING_KEYS`)."""
     eps: float = DEFAULT_EPS
     baselines: tuple[str, ...] = ("qiskit", "tket", "pyzx")
     entries: tuple[EntrySpec, ...] = ()
@@ -101,7 +109,7 @@ class LeaderboardConfig:
         import yaml
 
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = ({f.name for f in dataclasses.fields(cls)} - {"sampling"}) | set(LEADERBOARD_SAMPLING_KEYS)
         unknown = sorted(set(data) - names)
         if unknown:
             raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
@@ -119,18 +127,21 @@ class LeaderboardConfig:
                 data[key] = tuple(data[key])
         if int(data.get("every", 1)) < 1:
             raise ValueError(f"{path}: every must be >= 1")
-        return cls(**data, entries=tuple(entries))
+        sampling, data = take_spec(data, cls().sampling, LEADERBOARD_SAMPLING_KEYS)
+        return cls(**data, sampling=sampling, entries=tuple(entries))
 
 
 def sampling_of(config: LeaderboardConfig) -> dict[str, Any]:
     """The protocol's sampling settings (what every entry's ``summary.json`` request must say)."""
+    s = config.sampling
     return {
         "split": "test",
-        "samples": config.samples,
-        "temperature": config.temperature,
-        "top_p": config.top_p,
-        "max_new_tokens": config.max_new_tokens,
-        "seed": config.seed,
+        "samples": s.samples,
+        "temperature": s.temperature,
+        "top_p": s.top_p,
+        **({"top_k": s.top_k} if s.top_k is not None else {}),
+        "max_new_tokens": s.max_new_tokens,
+        "seed": s.seed,
         "eps": config.eps,
     }
 
@@ -273,11 +284,7 @@ def evaluate_entry(entry: EntrySpec, config: LeaderboardConfig, prompts: Path, f
         model=entry.model if local or entry.endpoint else "policy",
         dataset=str(prompts),
         split="test",
-        samples=config.samples,
-        temperature=config.temperature,
-        top_p=config.top_p,
-        max_new_tokens=config.max_new_tokens,
-        seed=config.seed,
+        sampling=config.sampling,
         eps=config.eps,
         batch_size=16,
     )

@@ -34,6 +34,8 @@ from typing import Any
 
 from qiskit import QuantumCircuit
 
+from rubriq.evaluation.settings import OPTIMIZE_SAMPLING
+from rubriq.models.sampling import SamplingSpec
 from rubriq.suites.user import UserCircuit
 
 log = logging.getLogger(__name__)
@@ -248,12 +250,9 @@ class PolicySpec:
     """How the policy is sampled."""
 
     model: str = "embedded"
-    samples: int = 8
-    temperature: float = 0.8
-    top_p: float = 0.95
-    max_new_tokens: int = 0
-    """0: enough for a rewrite as long as the input (its tokens x 1.25 + 64)."""
-    seed: int = 0
+    sampling: SamplingSpec = field(default_factory=lambda: OPTIMIZE_SAMPLING)
+    """How rewrites are sampled; ``max_new_tokens`` 0: enough for a rewrite as long as the input
+    (its tokens x 1.25 + 64)."""
     style: str = "full"
     endpoint: Any = None
     """An :class:`~rubriq.evaluation.endpoint.EndpointPolicy` (then ``model`` is its served name)."""
@@ -289,12 +288,12 @@ def token_budget(tokenizer, row: dict, source: UserCircuit, max_new_tokens: int,
 
 def sample_policy(source: UserCircuit, spec: PolicySpec, evaluator, row: dict, policy: Any = None) -> tuple[Row, list]:
     """The policy's row (its best verified candidate) and every candidate's facts."""
-    from rubriq.evaluation.sampling import generate_with
+    from rubriq.evaluation.sampling import as_policy
 
     start = time.perf_counter()
     if spec.endpoint is not None:
         policy = spec.endpoint
-        max_new = spec.max_new_tokens or int(1.25 * len(source.qasm) / 3) + 64  # ~3 characters a token
+        max_new = spec.sampling.max_new_tokens or int(1.25 * len(source.qasm) / 3) + 64  # ~3 characters a token
     else:
         if policy is None:
             from rubriq.evaluation.evaluate import load_policy
@@ -302,16 +301,9 @@ def sample_policy(source: UserCircuit, spec: PolicySpec, evaluator, row: dict, p
             policy = load_policy(spec.model)
         tokenizer, model = policy
         context = getattr(getattr(model, "config", None), "max_position_embeddings", None)
-        max_new = token_budget(tokenizer, row, source, spec.max_new_tokens, context)
-    records = generate_with(
-        policy,
-        [row],
-        samples=spec.samples,
-        max_new_tokens=max_new,
-        temperature=spec.temperature,
-        top_p=spec.top_p,
-        seed=spec.seed,
-        description="sampling rewrites",
+        max_new = token_budget(tokenizer, row, source, spec.sampling.max_new_tokens, context)
+    records = as_policy(policy).generate(
+        [row], spec.sampling.replace(max_new_tokens=max_new), description="sampling rewrites"
     )
     candidates, rows = [], []
     for rec in records:
@@ -386,10 +378,10 @@ def optimize(
             "model": spec.model,
             "endpoint": getattr(spec.endpoint, "endpoint", None),
             "prompt_style": spec.style,
-            "samples": spec.samples,
-            "temperature": spec.temperature,
-            "top_p": spec.top_p,
-            "seed": spec.seed,
+            "samples": spec.sampling.samples,
+            "temperature": spec.sampling.temperature,
+            "top_p": spec.sampling.top_p,
+            "seed": spec.sampling.seed,
         }
         try:
             policy_row, out.candidates = sample_policy(source, spec, evaluator, row, policy)

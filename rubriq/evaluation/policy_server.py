@@ -99,6 +99,8 @@ def make_app(
             "max_tokens": int(body.get("max_completion_tokens") or body.get("max_tokens") or 256),
             "seed": int(body.get("seed") or 0),
         }
+        if body.get("top_k") is not None:  # vLLM's extra parameter (EndpointPolicy sends it when set)
+            sampling["top_k"] = int(body["top_k"])
         if body.get("stream"):
             return JSONResponse(error_body("stream is not supported by this server"), status_code=400)
 
@@ -138,23 +140,23 @@ def local_responder(model: str) -> tuple[Respond, Callable[[str], int], Callable
     :func:`~rubriq.evaluation.sampling.generate` on one prompt, ``n`` samples, seeded; and its
     tokenizer's counts for the usage."""
     from rubriq.evaluation.evaluate import load_policy
-    from rubriq.evaluation.sampling import generate
+    from rubriq.evaluation.sampling import LocalPolicy
+    from rubriq.models.sampling import SamplingSpec
 
-    tokenizer, policy = load_policy(model)
+    tokenizer, model_ = load_policy(model)
 
     def respond(messages: list[dict], n: int, sampling: dict[str, Any]) -> list[str]:
         temperature = sampling["temperature"]
-        records = generate(
-            policy,
-            tokenizer,
-            [{"id": "request", "prompt": messages}],
-            samples=n if temperature > 0 else 1,
-            max_new_tokens=sampling["max_tokens"],
+        spec = SamplingSpec(
             temperature=temperature,
             top_p=sampling["top_p"],
-            batch_size=max(n, 1),
+            top_k=sampling.get("top_k"),
+            samples=n if temperature > 0 else 1,
+            max_new_tokens=sampling["max_tokens"],
             seed=sampling["seed"],
-            progress=False,
+        )
+        records = LocalPolicy(tokenizer, model_, batch_size=max(n, 1)).generate(
+            [{"id": "request", "prompt": messages}], spec, progress=False
         )
         texts = [r.text for r in records]
         return texts * n if temperature == 0 else texts  # greedy: n copies of the one completion

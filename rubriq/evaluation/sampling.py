@@ -10,7 +10,8 @@ sampling again (``metrics.py``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +19,25 @@ from rubriq.config import RubricConfig
 from rubriq.evaluation.records import Record, ScoredRecord, dataset_of
 from rubriq.evaluation.settings import EvalSettings
 from rubriq.extract.files import open_record
+from rubriq.models.sampling import Policy, SamplingSpec
 
 
 def generate(
     model: Any,
     tokenizer: Any,
     rows: list[dict],
-    samples: int = 1,
-    max_new_tokens: int = 256,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
+    spec: SamplingSpec | None = None,
+    *,
     batch_size: int = 8,
-    seed: int = 0,
     progress: bool = True,
     description: str = "sampling",
     on_batch=None,
     fast_decoding: bool = False,
+    **fields: Any,
 ) -> list[Record]:
-    """``samples`` completions per row (greedy when ``temperature`` is 0), batched, left-padded;
+    """``spec.samples`` completions per row as ``spec`` says (:class:`SamplingSpec`: greedy when
+    its temperature is 0; ``fields``: spec fields given one by one, over ``spec``), batched,
+    left-padded, seeded with ``spec.seed``;
     ``on_batch(done, total)`` is called after each batch (the app's progress bar).  The console
     progress (``rubriq.progress``) advances with every generated token, so it moves within a
     batch; without a terminal it logs a line per batch.
@@ -55,11 +57,10 @@ def generate(
     from rubriq.models.generation import ObserveToken, generate_with_options
     from rubriq.progress import progress as progress_bar
 
-    if samples < 1:
-        raise ValueError("samples must be >= 1")
-    if temperature == 0 and samples > 1:
-        raise ValueError("greedy decoding (temperature 0) gives one distinct sample; set a temperature > 0")
-    torch.manual_seed(seed)
+    spec = (spec or SamplingSpec()).replace(**fields)
+    spec.validate()
+    samples, max_new_tokens = spec.samples, spec.max_new_tokens
+    torch.manual_seed(spec.seed)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     side, tokenizer.padding_side = tokenizer.padding_side, "left"
@@ -97,13 +98,10 @@ def generate(
                 texts = [texts_by_row[id(r)] for r, _ in chunk]
                 enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
                 kwargs = {
-                    "do_sample": temperature > 0,
-                    "max_new_tokens": max_new_tokens,
+                    **spec.generate_kwargs(),
                     "pad_token_id": tokenizer.pad_token_id,
                     "logits_processor": LogitsProcessorList([TokenTick(bar, 0.999 * len(chunk) / max_new_tokens)]),
                 }
-                if temperature > 0:
-                    kwargs.update(temperature=temperature, top_p=top_p)
                 out = sample_batch(**enc, **kwargs)
                 decoded = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
                 for (row, k), text in zip(chunk, decoded, strict=True):
@@ -134,33 +132,60 @@ def generate(
 def sample(
     model: Any, tokenizer: Any, rows: list[dict], settings: EvalSettings, seed: int = 0, description: str = "sampling"
 ) -> list[Record]:
-    """:func:`generate` with an ``evaluation:`` section's settings (samples, tokens, temperature,
-    top_p, batch size): how ``rubriq evaluate``, the quickstart and the studies sample a policy."""
+    """:func:`generate` with an ``evaluation:`` section's settings (its sampling spec, with
+    ``seed``, and batch size): how the quickstart samples a policy."""
     return generate(
         model,
         tokenizer,
         rows,
-        samples=settings.samples,
-        max_new_tokens=settings.max_new_tokens,
-        temperature=settings.temperature,
-        top_p=settings.top_p,
+        settings.sampling.replace(seed=seed),
         batch_size=settings.batch_size,
-        seed=seed,
         description=description,
     )
 
 
-def generate_with(policy: Any, rows: list[dict], **kwargs: Any) -> list[Record]:
-    """:func:`generate` for a local policy, a ``(tokenizer, model)`` pair, or
-    :meth:`EndpointPolicy.generate <rubriq.evaluation.endpoint.EndpointPolicy.generate>` for a
-    model behind an OpenAI-compatible endpoint: the same records either way (``kwargs``: those
-    of :func:`generate`)."""
-    from rubriq.evaluation.endpoint import is_endpoint_policy
+@dataclass
+class LocalPolicy:
+    """A transformers model on this machine as a :class:`~rubriq.models.sampling.Policy`
+    (``batch_size`` completions decoded at a time; ``options``: :func:`generate`'s other
+    keywords, e.g. ``sampler``)."""
 
-    if is_endpoint_policy(policy):
-        return policy.generate(rows, **kwargs)
-    tokenizer, model = policy
-    return generate(model, tokenizer, rows, **kwargs)
+    tokenizer: Any
+    model: Any
+    batch_size: int = 8
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def generate(
+        self,
+        rows: list[dict],
+        spec: SamplingSpec,
+        *,
+        progress: bool = True,
+        description: str = "sampling",
+        on_batch: Callable[[int, int], None] | None = None,
+    ) -> list[Record]:
+        return generate(
+            self.model,
+            self.tokenizer,
+            rows,
+            spec,
+            batch_size=self.batch_size,
+            progress=progress,
+            description=description,
+            on_batch=on_batch,
+            **self.options,
+        )
+
+
+def as_policy(policy: Policy[Record] | tuple[Any, Any], batch_size: int = 8) -> Policy[Record]:
+    """``policy`` as a :class:`~rubriq.models.sampling.Policy`: a policy as it is (an
+    :class:`~rubriq.evaluation.endpoint.EndpointPolicy`, a :class:`LocalPolicy`), a
+    ``(tokenizer, model)`` pair (what :func:`rubriq.evaluation.evaluate.load_policy` returns) as
+    a :class:`LocalPolicy`."""
+    if isinstance(policy, tuple):
+        tokenizer, model = policy
+        return LocalPolicy(tokenizer, model, batch_size=batch_size)
+    return policy
 
 
 def score(

@@ -6,10 +6,31 @@ them)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import dataclasses
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from rubriq.config import ConfigError, from_dict
+from rubriq.models.sampling import SamplingSpec, give_spec, take_spec
 from rubriq.options import option
+
+EVAL_SAMPLING_KEYS = {
+    "samples": "samples",
+    "max_new_tokens": "max_new_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+}
+"""The ``evaluation:`` section's keys that are :class:`SamplingSpec` fields (the same names)."""
+
+
+SYNTHESIS_SAMPLING = SamplingSpec(temperature=0.8, top_p=0.95, samples=16, max_new_tokens=512)
+"""How ``rubriq synthesize`` (and the app) sample candidates unless told otherwise."""
+
+
+OPTIMIZE_SAMPLING = SamplingSpec(temperature=0.8, top_p=0.95, samples=8, max_new_tokens=0)
+"""``rubriq optimize``'s sampling unless told otherwise (``max_new_tokens`` 0: enough tokens for a
+rewrite as long as the input)."""
 
 
 @dataclass(frozen=True)
@@ -18,13 +39,26 @@ class EvalSettings:
 
     split: str = "test"
     """Held-out split of the dataset."""
-    samples: int = 1
-    """Completions per prompt (pass@k needs k of them)."""
-    max_new_tokens: int = 256
-    temperature: float = 0.0
-    """0: greedy decoding (one sample per prompt)."""
-    top_p: float = 1.0
+    sampling: SamplingSpec = field(default_factory=SamplingSpec)
+    """How each prompt is sampled (default: greedy, one completion); in YAML the section's keys
+    ``samples``, ``max_new_tokens``, ``temperature``, ``top_p``, ``top_k``."""
     batch_size: int = 8
+
+    @classmethod
+    def from_section(cls, data: dict[str, Any]) -> EvalSettings:
+        """The ``evaluation:`` YAML section (its sampling keys into :attr:`sampling`); an unknown
+        key is a ``ConfigError`` naming it."""
+        try:
+            spec, rest = take_spec(data, cls().sampling, EVAL_SAMPLING_KEYS)
+        except ValueError as exc:
+            raise ConfigError(f"evaluation: {exc}") from None
+        if "sampling" in rest:
+            raise ConfigError(f"evaluation: give {', '.join(EVAL_SAMPLING_KEYS)} as keys of the section")
+        return dataclasses.replace(from_dict(cls, rest), sampling=spec)
+
+    def to_section(self) -> dict[str, Any]:
+        """The YAML section (:meth:`from_section` reads it back)."""
+        return {"split": self.split, **give_spec(self.sampling, EVAL_SAMPLING_KEYS), "batch_size": self.batch_size}
 
 
 @dataclass(frozen=True)

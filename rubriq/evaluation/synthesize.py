@@ -24,7 +24,9 @@ from qiskit import QuantumCircuit
 
 from rubriq.evaluation.metrics import DEFAULT_EPS
 from rubriq.evaluation.records import Candidate, Rewrite
+from rubriq.evaluation.settings import SYNTHESIS_SAMPLING
 from rubriq.evaluator.result import is_correct
+from rubriq.models.sampling import SamplingSpec
 from rubriq.targets import TARGETS, Target, make_target
 
 log = logging.getLogger(__name__)
@@ -104,27 +106,23 @@ class Synthesis:
 def synthesize(
     target: Target,
     model: str = "embedded",
-    n: int = 16,
+    sampling: SamplingSpec = SYNTHESIS_SAMPLING,
     fmt: str = "qasm2",
-    temperature: float = 0.8,
-    top_p: float = 0.95,
-    max_new_tokens: int = 512,
     eps: float = DEFAULT_EPS,
     optimize: bool = False,
-    seed: int = 0,
     config=None,
     policy=None,
     evaluator=None,
     on_batch=None,
     style: str | None = None,
 ) -> Synthesis:
-    """``policy``: an already loaded (tokenizer, model) pair or an
+    """``sampling.samples`` candidates for ``target``; ``policy``: an already loaded (tokenizer, model) pair or an
     :class:`~rubriq.evaluation.endpoint.EndpointPolicy` (a model behind an OpenAI-compatible
     endpoint), else ``model`` is loaded; ``evaluator``: a RubriQEvaluator for ``target`` to
     reuse; ``on_batch(done, total)``: generation progress; ``style``: the prompt style (default:
     the one ``model`` was trained with, from its ``rubriq_policy.json``; ``full`` otherwise)."""
     from rubriq.evaluation.evaluate import load_policy, prompt_style_of
-    from rubriq.evaluation.sampling import generate_with
+    from rubriq.evaluation.sampling import as_policy
     from rubriq.evaluator import RubriQEvaluator
 
     style = style or (prompt_style_of(model) if policy is None else "full")
@@ -137,17 +135,8 @@ def synthesize(
         "target": target.spec(),
         "t0": target.t0,
     }
-    records = generate_with(
-        policy,
-        [row],
-        samples=n,
-        max_new_tokens=max_new_tokens,
-        temperature=temperature,
-        top_p=top_p,
-        seed=seed,
-        description="sampling candidates",
-        on_batch=on_batch,
-        progress=on_batch is None,
+    records = as_policy(policy).generate(
+        [row], sampling, description="sampling candidates", on_batch=on_batch, progress=on_batch is None
     )
     evaluator = evaluator or RubriQEvaluator(target=target, config=config)
     out = Synthesis(target)

@@ -52,7 +52,7 @@ class SamplingSpec:
         "config, transformers' default 50; not sent to an endpoint when unset).",
         metavar="K",
     )
-    samples: int = option(1, "Completions per prompt (the k of pass@k).", metavar="K")
+    samples: int = option(1, "Completions per prompt (the k of pass@k).", metavar="K", short="-n")
     max_new_tokens: int = option(256, "Tokens per completion at most.", metavar="N")
     seed: int = option(0, "Sampling seed (sample k of a prompt on an endpoint: N + k).", metavar="N")
 
@@ -109,6 +109,30 @@ def _check_keys(keys: Mapping[str, Any]) -> None:
     for key in keys:
         if key not in FIELDS:
             raise ValueError(f"unknown sampling key {key!r} (known: {', '.join(FIELDS)})")
+
+
+def take_spec(
+    section: Mapping[str, Any], base: SamplingSpec, names: Mapping[str, str]
+) -> tuple[SamplingSpec, dict[str, Any]]:
+    """A settings section that spells some of the spec's fields its own way (TRL's
+    ``num_generations`` for ``samples``): the spec its keys in ``names`` (the section's key ->
+    the spec's field) make over ``base``, and the rest of the section.
+
+    >>> spec, rest = take_spec({"temperature": 0.8, "num_generations": 4, "beta": 0.0},
+    ...                        SamplingSpec(), {"temperature": "temperature", "num_generations": "samples"})
+    >>> spec.temperature, spec.samples, rest
+    (0.8, 4, {'beta': 0.0})
+    """
+    rest = dict(section)
+    given = {names[key]: rest.pop(key) for key in list(rest) if key in names}
+    return base.replace(**given), rest
+
+
+def give_spec(spec: SamplingSpec, names: Mapping[str, str]) -> dict[str, Any]:
+    """The section keys that :func:`take_spec` reads, with ``spec``'s values (a field left
+    unset, ``top_k`` None, is left out)."""
+    values = dataclasses.asdict(spec)
+    return {key: values[name] for key, name in names.items() if values[name] is not None}
 
 
 def sampling_field(**defaults: Any) -> Any:

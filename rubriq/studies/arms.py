@@ -37,7 +37,7 @@ def check_arm_rubrics(study, settings) -> None:
 def arm_training_settings(settings, arm, seed: int, steps: int, arm_dir: Path):
     """The training config of one arm-seed: the arm's reward and rubric, GRPO's seed and step
     budget, no SFT (the warm-start is given), its output in ``arm_dir``."""
-    grpo = {**settings.grpo, "seed": seed, "max_steps": steps, "save_strategy": "no", "logging_steps": 1}
+    grpo = settings.grpo.replace(seed=seed, max_steps=steps, save_strategy="no", logging_steps=1)
     return dataclasses.replace(
         settings,
         output_dir=str(arm_dir),

@@ -31,7 +31,6 @@ arm-seed has ``done.json`` and is skipped; an unfinished one is restarted).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -80,7 +79,7 @@ def run(
     if workers < 1:
         raise ConfigError(f"workers must be >= 1, got {workers}")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "study.json").write_text(json.dumps(dataclasses.asdict(study), indent=2, default=str))
+    (out / "study.json").write_text(json.dumps(study.to_record(), indent=2, default=str))
     results = Path(study.results_dir) if study.results_dir else None
     if results is not None:
         units.restore(results, out, study)

@@ -62,8 +62,8 @@ def tier_folder(out: Path, name: str) -> Path:
 def tier_rows(study, name: str, settings, out: Path, train_rows: list[dict]) -> list[dict]:
     """The prompts of tier ``name``, written to :func:`tier_folder` the first time and read from
     there afterwards (at most ``max_prompts``)."""
+    from rubriq.config import deep_merge
     from rubriq.data.prompts import load_split, save_splits, target_key
-    from rubriq.training.config import deep_merge
     from rubriq.training.train_rubriq import load_rows
 
     tier, folder = study.eval_tiers[name], tier_folder(out, name)

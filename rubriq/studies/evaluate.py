@@ -111,15 +111,12 @@ class Evaluator:
     prefill, completions ended after their code block)."""
 
     def __init__(self, study, settings, tokenizer, rows: list[dict], split: str = "test") -> None:
-        grpo = settings.grpo
         self.study, self.tokenizer, self.rows, self.split = study, tokenizer, rows, split
         self.end_after_code_block = settings.end_after_code_block
         self.t_pyzx = {r["id"]: int(r["t_pyzx"]) for r in rows if r.get("t_pyzx") is not None}
         self.rubric: RubricConfig = settings.rubric
         self.eps = 1 - settings.rubric.fidelity.correct_threshold
-        self.temperature = study.temperature or float(grpo.get("temperature", 1.0))
-        self.top_p = study.top_p or float(grpo.get("top_p", 1.0))
-        self.max_new_tokens = study.max_new_tokens or int(grpo.get("max_completion_length", 256))
+        self.sampling = study.held_out_sampling(settings)
 
     def __call__(self, model, seed: int, step: int, records_path: Path | None = None) -> dict[str, Any]:
         import torch
@@ -135,12 +132,8 @@ class Evaluator:
                 model,
                 self.tokenizer,
                 self.rows,
-                samples=self.study.samples,
-                max_new_tokens=self.max_new_tokens,
-                temperature=self.temperature,
-                top_p=self.top_p,
+                self.sampling.replace(seed=eval_seed(seed, 0 if self.study.same_eval_seed else step, self.split)),
                 batch_size=self.study.batch_size,
-                seed=eval_seed(seed, 0 if self.study.same_eval_seed else step, self.split),
                 progress=False,
             )
         finally:
@@ -152,7 +145,7 @@ class Evaluator:
         return {
             "step": step,
             "split": self.split,
-            **held_out_metrics(scored, self.study.samples, self.eps, self.t_pyzx),
+            **held_out_metrics(scored, self.sampling.samples, self.eps, self.t_pyzx),
             "eval_seconds": time.perf_counter() - start,
         }
 

@@ -74,18 +74,13 @@ def pilot(study, settings, warm, rows: list[dict]) -> dict:
     from rubriq.evaluator.result import is_correct
     from rubriq.models.generation import install_prefix_generate
 
-    grpo = settings.grpo
     model = install_prefix_generate(warm.load(), warm.tokenizer, settings.end_after_code_block)
     records = generate(
         model,
         warm.tokenizer,
         rows,
-        samples=study.filter_samples,
-        max_new_tokens=int(grpo.get("max_completion_length", 256)),
-        temperature=float(grpo.get("temperature", 1.0)),
-        top_p=float(grpo.get("top_p", 1.0)),
+        settings.sampling().replace(samples=study.filter_samples, seed=4242),  # GRPO's groups, as training samples them
         batch_size=study.batch_size,
-        seed=4242,
         progress=False,
     )
     texts = [r.text for r in records]

@@ -72,11 +72,11 @@ def curves(agg: dict, out: Path, study, split: str = "test") -> Path:
         _bands(ax, agg, metric, split)
         ax.set_xlabel("GRPO step")
         ax.set_ylabel(label.replace(f"{where} ", ""))
-        ax.set_title(label.replace("pass@k", f"pass@{study.samples}"), fontsize=10)
+        ax.set_title(label.replace("pass@k", f"pass@{study.sampling.samples}"), fontsize=10)
         ax.set_ylim(-0.02, 1.02)
     axes.flat[0].legend(fontsize=8, loc="best")
     fig.suptitle(
-        f"Convergence study: {where} targets, k = {study.samples} samples per prompt, mean and 95% interval over seeds",
+        f"Convergence study: {where} targets, k = {study.sampling.samples} samples per prompt, mean and 95% interval over seeds",
         fontsize=11,
     )
     return save(fig, out)
@@ -99,7 +99,7 @@ def rewrite_outcomes(agg: dict, out: Path, study) -> Path | None:
             ax.set_ylim(-0.02, 1.02)
     axes[0][0].legend(fontsize=8, loc="best")
     fig.suptitle(
-        f"Rewrite samples (a circuit to improve): fraction copied, reduced, wrong; k = {study.samples} samples "
+        f"Rewrite samples (a circuit to improve): fraction copied, reduced, wrong; k = {study.sampling.samples} samples "
         "per prompt, mean and 95% interval over seeds",
         fontsize=11,
     )

@@ -10,9 +10,13 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
+from rubriq.config import ConfigError, RubricConfig, deep_merge, from_dict, load_yaml_mapping
+from rubriq.models.sampling import SamplingSpec, give_spec, take_spec
+
+if TYPE_CHECKING:
+    from rubriq.training.config import TrainSettings
 
 DEFAULT_ARMS: dict[str, dict[str, Any]] = {
     "rubric": {"reward": "rubric"},
@@ -60,6 +64,40 @@ TRAIN_METRICS = (
 """Training-log metrics averaged over an arm-seed's steps (TRL's names and RubriQ's batch metrics)."""
 
 
+STUDY_SAMPLING_KEYS = {
+    "samples": "samples",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "max_new_tokens": "max_new_tokens",
+}
+"""A study YAML's (and an SFT-curve YAML's) keys that are :class:`SamplingSpec` fields."""
+STUDY_SAMPLING = SamplingSpec(samples=4, temperature=0.0, top_p=0.0, max_new_tokens=0)
+"""A study's sampling unless its YAML says otherwise: 4 samples, the rest the training's
+(:func:`held_out_sampling`)."""
+
+
+def held_out_sampling(own: SamplingSpec, settings: TrainSettings) -> SamplingSpec:
+    """The one rule for how a study, its pilot and the SFT curve sample: ``own`` (the study's or
+    the curve's spec), each of ``temperature``, ``top_p`` and ``max_new_tokens`` left at 0
+    taken from the training config ``settings``
+    (:meth:`TrainSettings.sampling <rubriq.training.config.TrainSettings.sampling>`: "the
+    training temperature"); ``samples``, ``top_k`` and ``seed`` are ``own``'s.
+
+    >>> from rubriq.training.config import TrainSettings
+    >>> train = TrainSettings.from_dict({"grpo": {"temperature": 0.8, "max_completion_length": 192}})
+    >>> spec = held_out_sampling(SamplingSpec(samples=8, temperature=0.0, top_p=0.0, max_new_tokens=0), train)
+    >>> spec.samples, spec.temperature, spec.top_p, spec.max_new_tokens, spec.top_k
+    (8, 0.8, 1.0, 192, None)
+    """
+    training = settings.sampling()
+    return own.replace(
+        temperature=own.temperature or training.temperature,
+        top_p=own.top_p or training.top_p,
+        max_new_tokens=own.max_new_tokens or training.max_new_tokens,
+    )
+
+
 @dataclass(frozen=True)
 class ArmSettings:
     """One reward to train with."""
@@ -86,8 +124,6 @@ class ArmSettings:
         >>> cfg.fidelity.samples, cfg.fidelity.correct_threshold, cfg.weights == base.weights
         (8, 0.95, True)
         """
-        from rubriq.training.config import deep_merge
-
         if not self.rubric:
             return base
         return RubricConfig.from_dict(deep_merge(dataclasses.asdict(base), self.rubric))
@@ -128,14 +164,11 @@ class StudySettings:
     steps: int = 30
     """GRPO steps per arm-seed."""
     eval_every: int = 10
-    samples: int = 4
-    """Held-out completions per prompt (k of pass@k)."""
-    temperature: float = 0.0
-    """Held-out sampling temperature; 0: the training temperature (grpo.temperature)."""
-    top_p: float = 0.0
-    """0: the training top_p (grpo.top_p, else 1)."""
-    max_new_tokens: int = 0
-    """0: grpo.max_completion_length."""
+    sampling: SamplingSpec = field(default_factory=lambda: STUDY_SAMPLING)
+    """How the held-out prompts are sampled (:func:`held_out_sampling`): ``samples`` completions
+    per prompt (the k of pass@k), ``temperature``, ``top_p`` and ``max_new_tokens`` 0: the
+    training's (:meth:`TrainSettings.sampling <rubriq.training.config.TrainSettings.sampling>`).
+    In YAML the keys ``samples``, ``temperature``, ``top_p``, ``top_k``, ``max_new_tokens``."""
     batch_size: int = 16
     split: str = "test"
     max_prompts: int = 0
@@ -189,8 +222,10 @@ class StudySettings:
             raise ConfigError(f"eval_at steps must lie in [1, {self.steps}], got {list(self.eval_at)}")
         if self.train_eval_prompts < 0 or self.filter_samples < 2:
             raise ConfigError("train_eval_prompts must be >= 0 and filter_samples >= 2")
-        if self.samples < 2:
+        if self.sampling.samples < 2:
             raise ConfigError("samples must be >= 2: the study evaluates by sampling, not greedy decoding")
+        if self.sampling.seed != 0:
+            raise ConfigError("the study's sampling seed is eval_seed(seed, step) (rubriq/studies/evaluate.py)")
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ConfigError(f"seeds must be distinct and not empty, got {list(self.seeds)}")
         if not self.arms:
@@ -247,7 +282,29 @@ class StudySettings:
         data["train_config"] = str((path.parent / data["train_config"]).resolve())
         if data.get("warm_start_model"):
             data["warm_start_model"] = str((path.parent / str(data["warm_start_model"])).resolve())
-        return from_dict(cls, data)
+        if "sampling" in data:
+            raise ConfigError(f"{path}: give {', '.join(STUDY_SAMPLING_KEYS)} as top-level keys")
+        try:
+            sampling, data = take_spec(data, STUDY_SAMPLING, STUDY_SAMPLING_KEYS)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+        return dataclasses.replace(from_dict(cls, data), sampling=sampling)
+
+    def to_record(self) -> dict[str, Any]:
+        """The settings as ``study.json`` and ``summary.json`` record them: the YAML's keys, the
+        sampling ones flat in their place (``top_k`` only when set)."""
+        record: dict[str, Any] = {}
+        for name, value in dataclasses.asdict(self).items():
+            if name == "sampling":
+                record.update(give_spec(self.sampling, STUDY_SAMPLING_KEYS))
+            else:
+                record[name] = value
+        return record
+
+    def held_out_sampling(self, settings: TrainSettings) -> SamplingSpec:
+        """How this study samples its held-out prompts: :func:`held_out_sampling` of its
+        sampling and the training config ``settings``."""
+        return held_out_sampling(self.sampling, settings)
 
     def eval_steps(self) -> list[int]:
         """0, eval_every, 2 eval_every, ... and the last step (or 0, ``eval_at`` and the last step)."""

@@ -36,11 +36,13 @@ import dataclasses
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rubriq.config import ConfigError, from_dict, load_yaml_mapping
+from rubriq.models.sampling import SamplingSpec, take_spec
+from rubriq.studies.settings import STUDY_SAMPLING_KEYS, held_out_sampling
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,12 @@ CURVE_METRICS = (
 """What each evaluated point records per split (besides examples, epoch and seconds)."""
 
 
+CURVE_SAMPLING_KEYS = {**STUDY_SAMPLING_KEYS, "seed": "seed"}
+"""An SFT-curve YAML's keys that are :class:`SamplingSpec` fields."""
+CURVE_SAMPLING = SamplingSpec(samples=8, temperature=0.0, top_p=0.0, max_new_tokens=0)
+"""The curve's sampling unless its YAML says otherwise: 8 samples, the rest the training's."""
+
+
 @dataclass(frozen=True)
 class SftCurveSettings:
     """An SFT-curve run; YAML maps onto it one to one (``configs/studies/``)."""
@@ -67,19 +75,14 @@ class SftCurveSettings:
     """Training examples seen at which to evaluate (the end of training always is)."""
     eval_splits: tuple[str, ...] = ("test",)
     """Held-out splits of the dataset to evaluate on (the first is the one the goal names)."""
-    samples: int = 8
-    """Completions per prompt."""
-    temperature: float = 0.0
-    """0: the training config's grpo.temperature (what GRPO will sample at)."""
-    top_p: float = 0.0
-    """0: grpo.top_p (else 1)."""
-    max_new_tokens: int = 0
-    """0: grpo.max_completion_length."""
+    sampling: SamplingSpec = field(default_factory=lambda: CURVE_SAMPLING)
+    """How every point samples (the seed the same at every point): ``samples`` completions per
+    prompt, ``temperature``, ``top_p`` and ``max_new_tokens`` 0: the training's (what GRPO will
+    sample at; :func:`rubriq.studies.settings.held_out_sampling`). In YAML the keys ``samples``,
+    ``temperature``, ``top_p``, ``top_k``, ``max_new_tokens``, ``seed``."""
     batch_size: int = 32
     max_prompts: int = 0
     """At most this many prompts per split (0: all)."""
-    seed: int = 0
-    """Sampling seed of every evaluation (the same at every point)."""
     goal_reduction: float = 0.25
     """Named before the run: the held-out correct-reduction rate the warm-start must reach."""
     goal_wrong: float = 0.40
@@ -88,7 +91,7 @@ class SftCurveSettings:
     def __post_init__(self) -> None:
         if any(int(x) < 1 for x in self.eval_at):
             raise ConfigError(f"eval_at counts training examples: each must be >= 1, got {list(self.eval_at)}")
-        if self.samples < 1 or self.batch_size < 1:
+        if self.sampling.samples < 1 or self.batch_size < 1:
             raise ConfigError("samples and batch_size must be >= 1")
         if not self.eval_splits:
             raise ConfigError("eval_splits must name at least one split")
@@ -100,7 +103,13 @@ class SftCurveSettings:
         if "train_config" not in data:
             raise ConfigError(f"{path}: train_config (a training YAML) is required")
         data["train_config"] = str((path.parent / data["train_config"]).resolve())
-        return from_dict(cls, data)
+        if "sampling" in data:
+            raise ConfigError(f"{path}: give {', '.join(CURVE_SAMPLING_KEYS)} as top-level keys")
+        try:
+            sampling, data = take_spec(data, CURVE_SAMPLING, CURVE_SAMPLING_KEYS)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+        return dataclasses.replace(from_dict(cls, data), sampling=sampling)
 
 
 def training_settings(curve: SftCurveSettings, out: Path):
@@ -113,20 +122,6 @@ def training_settings(curve: SftCurveSettings, out: Path):
     return dataclasses.replace(
         settings, output_dir=str(out), data=dataclasses.replace(settings.data, dataset=str(out / "data"))
     )
-
-
-def sampling_options(curve: SftCurveSettings, settings) -> dict[str, Any]:
-    """``rubriq.evaluation.sampling.generate`` keywords: the curve's, else the GRPO section's."""
-    grpo = settings.grpo
-    return {
-        "samples": curve.samples,
-        "max_new_tokens": curve.max_new_tokens or int(grpo.get("max_completion_length", 256)),
-        "temperature": curve.temperature or float(grpo.get("temperature", 1.0)),
-        "top_p": curve.top_p or float(grpo.get("top_p", 1.0)),
-        "batch_size": curve.batch_size,
-        "seed": curve.seed,
-        "progress": False,
-    }
 
 
 def point_metrics(records: list, eps: float) -> dict[str, Any]:
@@ -161,7 +156,7 @@ class CurveEvaluator:
 
     def __init__(self, curve: SftCurveSettings, settings, tokenizer, splits: dict[str, list[dict]], out: Path):
         self.curve, self.settings, self.tokenizer, self.splits, self.out = curve, settings, tokenizer, splits, out
-        self.options = sampling_options(curve, settings)
+        self.sampling = held_out_sampling(curve.sampling, settings)
         self.eps = 1 - settings.rubric.fidelity.correct_threshold
 
     def __call__(self, model, examples: int, epoch: float) -> list[dict]:
@@ -176,7 +171,9 @@ class CurveEvaluator:
         try:
             for split, rows in self.splits.items():
                 start = time.perf_counter()
-                records = generate(model, self.tokenizer, rows, **self.options)
+                records = generate(
+                    model, self.tokenizer, rows, self.sampling, batch_size=self.curve.batch_size, progress=False
+                )
                 sampled = time.perf_counter() - start
                 scored = score(records, self.settings.rubric, progress=False)
                 save_records(scored, self.out / "records" / f"{split}_examples{examples}.jsonl")

@@ -7,7 +7,6 @@ committed results folder, which holds no ``data/``).
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 from pathlib import Path
 
@@ -81,7 +80,7 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
     filtered = json.loads((out / "filter.json").read_text()) if (out / "filter.json").is_file() else None
     train_prompts = study.train_eval_prompts
     summary = {
-        "study": dataclasses.asdict(study),
+        "study": study.to_record(),
         "eval_prompts": eval_prompts,
         "train_eval_prompts": train_prompts,
         "tier_prompts": tier_prompts,
@@ -187,7 +186,7 @@ def _matched(d: dict) -> str:
 
 
 def _header(study: StudySettings, agg: dict, eval_prompts: int, tier_prompts: dict) -> list[str]:
-    k, metric = study.samples, study.primary_metric
+    k, metric = study.sampling.samples, study.primary_metric
     judged = "" if study.primary_tier == "test" else f" on tier `{study.primary_tier}`"
     tiers = "".join(
         f" Further held-out tier `{t}`: {fmt(tier_prompts.get(t))} prompts x {k} samples." for t in study.eval_tiers
@@ -207,7 +206,7 @@ def _at_final(agg: dict, per: dict) -> dict:
 
 def _final_table(study: StudySettings, agg: dict, tier: str) -> list[str]:
     """The held-out metrics of every arm at the final step, on one tier."""
-    k = study.samples
+    k = study.sampling.samples
     header = ["arm", "seeds", *(c.replace("pass@k", f"pass@{k}") for c in HELD_OUT_COLUMNS)]
     return markdown_table(
         header,
@@ -245,7 +244,7 @@ def _held_out(study: StudySettings, agg: dict) -> list[str]:
 def _training_prompts(study: StudySettings, agg: dict, train_prompts: int) -> list[str]:
     if not train_prompts:
         return []
-    k, metric, steps = study.samples, study.primary_metric, _steps(agg)
+    k, metric, steps = study.sampling.samples, study.primary_metric, _steps(agg)
     lines = [
         "",
         f"## Training prompts ({train_prompts} fixed prompts x {k} samples): learning vs generalization",
@@ -271,7 +270,7 @@ def _training_prompts(study: StudySettings, agg: dict, train_prompts: int) -> li
 def _tier(study: StudySettings, agg: dict, tier: str, prompts: int | None) -> list[str]:
     """A further held-out tier: its final-step table, its primary metric per step, its paired differences."""
     last = agg["final_step"]
-    lines = ["", f"## Held-out tier `{tier}` ({fmt(prompts)} prompts x {study.samples} samples)", ""]
+    lines = ["", f"## Held-out tier `{tier}` ({fmt(prompts)} prompts x {study.sampling.samples} samples)", ""]
     lines += [f"Metrics at step {last}:", ""]
     lines += _final_table(study, agg, tier)
     lines += ["", f"`{study.primary_metric}` per evaluated step:", ""]
@@ -406,7 +405,7 @@ def _difficulty_filter(filtered) -> list[str]:
 
 
 def _paired_differences(study: StudySettings, agg: dict) -> list[str]:
-    k, last, metric = study.samples, agg["final_step"], study.primary_metric
+    k, last, metric = study.sampling.samples, agg["final_step"], study.primary_metric
     where = "" if study.primary_tier == "test" else f", tier `{study.primary_tier}`"
     lines = [
         "",

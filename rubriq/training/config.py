@@ -1,10 +1,12 @@
 """Training configuration: typed dataclasses; YAML maps onto them one to one.
 
-The ``grpo`` section is passed to TRL's own typed ``GRPOConfig`` and ``sft.args`` to TRL's
-``SFTConfig`` (their keys are checked against the fields of those classes, so a typo is an
-error, not a silently ignored setting); the ``rubric`` section is
-:class:`rubriq.config.RubricConfig`; ``ppo`` is :class:`PPOSettings` (here: settings
-live in this module, the trainers in theirs).
+The ``grpo`` section is :class:`GRPOSettings` (the fields of TRL's ``GRPOConfig`` RubriQ's
+configs set, typed; its sampling keys are a :class:`~rubriq.models.sampling.SamplingSpec`),
+passed to TRL's ``GRPOConfig`` by :meth:`GRPOSettings.to_trl`; ``ppo`` is :class:`PPOSettings`;
+``sft.args`` go to TRL's ``SFTConfig`` (its keys are checked against that class's fields). An
+unknown key is an error naming it, not a silently ignored setting. The ``rubric`` section is
+:class:`rubriq.config.RubricConfig` (here: settings live in this module, the trainers in
+theirs). :meth:`TrainSettings.sampling` is the one rule for how the policy samples in training.
 
 A YAML file may start with ``base: other.yaml`` (a path relative to the file): the base is
 loaded first and the file's sections are merged into it key by key, so a variant (an ablation,
@@ -18,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rubriq.config import ConfigError, RubricConfig, from_dict, load_yaml_mapping
+from rubriq.config import ConfigError, RubricConfig, from_dict, load_with_base
 from rubriq.evaluation.settings import EvalSettings  # noqa: F401 (the evaluation section of TrainSettings)
+from rubriq.models.sampling import SamplingSpec, give_spec, sampling_field, take_spec
 
 
 @dataclass(frozen=True)
@@ -44,15 +47,143 @@ class PPOSettings:
     """beta of the per-token KL penalty against the reference (adapter-off) policy."""
     whiten_advantages: bool = True
     max_grad_norm: float = 1.0
-    max_new_tokens: int = 256
-    temperature: float = 0.8
-    top_p: float = 0.95
+    sampling: SamplingSpec = sampling_field(temperature=0.8, top_p=0.95, max_new_tokens=256)
+    """How rollouts are sampled (one completion per prompt); in YAML the section's own keys
+    ``temperature``, ``top_p``, ``top_k`` and ``max_new_tokens`` (:data:`PPO_SAMPLING_KEYS`)."""
     max_steps: int = 100
     save_steps: int = 50
     logging_steps: int = 1
     seed: int = 42
     tensorboard: bool = True
     """Also write TensorBoard events to output_dir/runs."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PPOSettings:
+        """The ``ppo`` YAML section (its sampling keys into :attr:`sampling`); an unknown key is
+        a ``ConfigError`` naming it."""
+        try:
+            spec, rest = take_spec(data, cls().sampling, PPO_SAMPLING_KEYS)
+        except ValueError as exc:
+            raise ConfigError(f"ppo: {exc}") from None
+        if "sampling" in rest:
+            raise ConfigError("ppo: give temperature, top_p, top_k and max_new_tokens as keys of the ppo section")
+        try:
+            return dataclasses.replace(from_dict(cls, rest), sampling=spec)
+        except ConfigError as exc:
+            raise ConfigError(f"ppo: {exc}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The YAML section (:meth:`from_dict` reads it back)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "sampling"}
+        return {**out, **give_spec(self.sampling, PPO_SAMPLING_KEYS)}
+
+
+PPO_SAMPLING_KEYS = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "max_new_tokens": "max_new_tokens",
+}
+"""The ``ppo`` section's keys that are :class:`SamplingSpec` fields (the same names)."""
+
+GRPO_SAMPLING_KEYS = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "num_generations": "samples",
+    "max_completion_length": "max_new_tokens",
+}
+"""TRL's ``GRPOConfig`` names of :class:`SamplingSpec` fields (the ``grpo`` section's keys)."""
+
+TRL_GRPO_SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, samples=8, max_new_tokens=512)
+"""TRL's defaults (GRPOConfig, TRL 1.x) for the sampling keys a ``grpo`` section leaves out
+(``tests/test_training_configs.py`` checks them against the installed TRL); ``top_k`` unset is
+not passed (TRL's default)."""
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    """The ``grpo`` YAML section: the fields of TRL's ``GRPOConfig`` that RubriQ's configs set,
+    typed (None: not passed, TRL's default). How completions are sampled is :attr:`sampling`
+    (YAML: TRL's own keys ``temperature``, ``top_p``, ``top_k``, ``num_generations``,
+    ``max_completion_length``). A key that is not a field here is a ``ConfigError`` naming it:
+    add the field when a config needs another of GRPOConfig's."""
+
+    sampling: SamplingSpec = field(default_factory=lambda: TRL_GRPO_SAMPLING)
+    """Temperature, top-p, top-k, completions per prompt (the group size N) and their length."""
+    output_dir: str | None = None
+    seed: int | None = None
+    """The run's seed (TRL: model init, data order, sampling)."""
+    learning_rate: float | None = None
+    lr_scheduler_type: str | None = None
+    warmup_steps: int | float | None = None
+    """Steps, or a fraction of the run below 1 (transformers 5)."""
+    beta: float | None = None
+    """KL coefficient against the reference policy."""
+    per_device_train_batch_size: int | None = None
+    gradient_accumulation_steps: int | None = None
+    gradient_checkpointing: bool | None = None
+    num_train_epochs: int | float | None = None
+    max_steps: int | None = None
+    logging_steps: int | float | None = None
+    save_steps: int | float | None = None
+    save_strategy: str | None = None
+    report_to: str | list[str] | None = None
+    bf16: bool | None = None
+    use_cpu: bool | None = None
+    use_vllm: bool | None = None
+    vllm_mode: str | None = None
+    vllm_gpu_memory_utilization: float | None = None
+    multi_objective_aggregation: str | None = None
+    """sum_then_normalize only (TRL's default): the advantages are those of R."""
+
+    def __post_init__(self) -> None:
+        if self.multi_objective_aggregation not in (None, "sum_then_normalize"):
+            # RubriQ hands TRL one function per dimension so that TRL's reward is exactly
+            # R = sum_d w_d S_d; normalize_then_sum (GDPO) normalizes each dimension within the
+            # group before summing, so the advantages would no longer be those of R
+            raise ConfigError(
+                "grpo.multi_objective_aggregation must be sum_then_normalize (TRL's default): with "
+                f"{self.multi_objective_aggregation!r} each rubric dimension is normalized "
+                "separately and the policy is no longer trained on the rubric reward R"
+            )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GRPOSettings:
+        """The ``grpo`` YAML section; an unknown key is a ``ConfigError`` naming it (and saying
+        whether TRL's GRPOConfig has it)."""
+        if "reward_weights" in data:
+            raise ConfigError("set the rubric weights under rubric.weights, not grpo.reward_weights")
+        names = {f.name for f in dataclasses.fields(cls)} - {"sampling"}
+        for key in data:
+            if key not in names and key not in GRPO_SAMPLING_KEYS:
+                trl_has = key in _trl_fields("GRPOConfig")
+                raise ConfigError(
+                    f"unknown grpo key {key!r}: "
+                    + (
+                        "a GRPOConfig field RubriQ does not pass yet (add it to GRPOSettings in rubriq/training/config.py)"
+                        if trl_has
+                        else "not a field of TRL's GRPOConfig"
+                    )
+                )
+        spec, rest = take_spec(data, TRL_GRPO_SAMPLING, GRPO_SAMPLING_KEYS)
+        try:
+            return dataclasses.replace(from_dict(cls, rest), sampling=spec)
+        except ConfigError as exc:
+            raise ConfigError(f"grpo: {exc}") from None
+
+    def to_trl(self) -> dict[str, Any]:
+        """The keywords of TRL's ``GRPOConfig``: the fields that are set, and the sampling."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "sampling"}
+        return {**{k: v for k, v in out.items() if v is not None}, **give_spec(self.sampling, GRPO_SAMPLING_KEYS)}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The YAML section (:meth:`from_dict` reads it back): :meth:`to_trl`."""
+        return self.to_trl()
+
+    def replace(self, **trl_keys: Any) -> GRPOSettings:
+        """A copy with these ``GRPOConfig`` keys changed (``seed``, ``max_steps``, ...)."""
+        return GRPOSettings.from_dict({**self.to_trl(), **trl_keys})
 
 
 @dataclass(frozen=True)
@@ -147,7 +278,7 @@ class EarlyStoppingSettings:
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """One training run, read from YAML (``base:`` inheritance); ``grpo`` is checked against TRL's GRPOConfig."""
+    """One training run, read from YAML (``base:`` inheritance)."""
 
     output_dir: str = "runs/rubriq_grpo"
     algorithm: Literal["grpo", "ppo"] = "grpo"
@@ -161,8 +292,8 @@ class TrainSettings:
     sft: SftSettings = field(default_factory=SftSettings)
     early_stopping: EarlyStoppingSettings = field(default_factory=EarlyStoppingSettings)
     evaluation: EvalSettings = field(default_factory=EvalSettings)
-    grpo: dict = field(default_factory=dict)
-    """Fields of trl.GRPOConfig (learning_rate, num_generations, temperature, ...)."""
+    grpo: GRPOSettings = field(default_factory=GRPOSettings)
+    """TRL's GRPOConfig fields (learning_rate, num_generations, temperature, ...)."""
     shared_prompt_prefill: bool = True
     """GRPO without vLLM: pre-fill each prompt once for its N completions (same tokens, less
     time; rubriq/models/generation.py)."""
@@ -199,8 +330,8 @@ class TrainSettings:
     drop_finished_rows: bool = True
     """With fast_decoding: completions that ended leave the decoding batch, so the rest decode in
     a smaller batch (the random draws of the rows that stay differ from a full batch's)."""
-    ppo: dict = field(default_factory=dict)
-    """Fields of PPOSettings (used when algorithm is ppo)."""
+    ppo: PPOSettings = field(default_factory=PPOSettings)
+    """Used when algorithm is ppo."""
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> TrainSettings:
@@ -209,28 +340,28 @@ class TrainSettings:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainSettings:
         data = dict(data)
-        grpo = data.pop("grpo", {}) or {}
-        ppo = data.pop("ppo", {}) or {}
-        check_trl_keys("GRPOConfig", grpo, "grpo")
-        if "reward_weights" in grpo:
-            raise ConfigError("set the rubric weights under rubric.weights, not grpo.reward_weights")
-        if grpo.get("multi_objective_aggregation", "sum_then_normalize") != "sum_then_normalize":
-            # RubriQ hands TRL one function per dimension so that TRL's reward is exactly
-            # R = sum_d w_d S_d; normalize_then_sum (GDPO) normalizes each dimension within the
-            # group before summing, so the advantages would no longer be those of R
-            raise ConfigError(
-                "grpo.multi_objective_aggregation must be sum_then_normalize (TRL's default): with "
-                f"{grpo['multi_objective_aggregation']!r} each rubric dimension is normalized "
-                "separately and the policy is no longer trained on the rubric reward R"
-            )
-        check_ppo_keys(ppo)
+        grpo = GRPOSettings.from_dict(_section(data.pop("grpo", None), "grpo"))
+        ppo = PPOSettings.from_dict(_section(data.pop("ppo", None), "ppo"))
         settings = from_dict(cls, data)
         check_trl_keys("SFTConfig", settings.sft.args, "sft.args")
         settings.sft_lora()  # an unknown or ill-typed sft.adapter field is an error here
-        return dataclasses.replace(settings, grpo=dict(grpo), ppo=dict(ppo))
+        return dataclasses.replace(settings, grpo=grpo, ppo=ppo)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The settings as the YAML's sections (:meth:`from_dict` reads them back)."""
+        out = dataclasses.asdict(self)
+        return {
+            **out,
+            "evaluation": self.evaluation.to_section(),
+            "grpo": self.grpo.to_dict(),
+            "ppo": self.ppo.to_dict(),
+        }
+
+    def sampling(self) -> SamplingSpec:
+        """How the policy samples in training: the one rule for "the training temperature" (and
+        top-p, completion length): the GRPO section's, or the PPO section's with ``algorithm:
+        ppo``. Studies and the SFT curve evaluate at it unless they say otherwise."""
+        return self.ppo.sampling if self.algorithm == "ppo" else self.grpo.sampling
 
     def sft_lora(self) -> LoraSettings:
         """The SFT adapter's settings: the ``lora`` section with ``sft.adapter`` merged in (and
@@ -244,36 +375,22 @@ class TrainSettings:
             raise ConfigError(f"sft.adapter: {exc}") from None
 
 
-def deep_merge(base: dict, override: dict) -> dict:
-    """``override`` merged into ``base``: mappings key by key, everything else replaced."""
-    out = dict(base)
-    for key, value in override.items():
-        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
+def _section(value: Any, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"the {name} section must be a mapping, got {value!r}")
+    return value
 
 
-def load_with_base(path: str | Path, _seen: tuple = ()) -> dict[str, Any]:
-    """A YAML mapping with its ``base:`` chain resolved (see the module docstring)."""
-    path = Path(path).resolve()
-    if path in _seen:
-        raise ConfigError(f"{path}: circular base chain")
-    data = load_yaml_mapping(path)
-    base = data.pop("base", None)
-    if base is None:
-        return data
-    return deep_merge(load_with_base(path.parent / base, _seen + (path,)), data)
+def _trl_fields(class_name: str) -> set[str]:
+    import trl
+
+    return {f.name for f in dataclasses.fields(getattr(trl, class_name))}
 
 
 def check_trl_keys(class_name: str, section: dict, where: str) -> None:
     """``ConfigError`` for keys of ``section`` that TRL's ``class_name`` does not have."""
-    import trl
-
-    known = {f.name for f in dataclasses.fields(getattr(trl, class_name))}
-    unknown = sorted(set(section) - known)
+    unknown = sorted(set(section) - _trl_fields(class_name))
     if unknown:
         raise ConfigError(f"unknown {class_name} field(s) {unknown} in the {where} section")
-
-
-def check_ppo_keys(section: dict) -> None:
-    """``ConfigError`` for keys of the ``ppo`` section that PPOSettings does not have."""
-    from_dict(PPOSettings, section)

@@ -235,10 +235,7 @@ class PPOTrainer:
         self.model.eval()
         seq = self.model.generate(
             **enc,
-            do_sample=True,
-            temperature=s.temperature,
-            top_p=s.top_p,
-            max_new_tokens=s.max_new_tokens,
+            **s.sampling.generate_kwargs(),
             pad_token_id=self.tokenizer.pad_token_id,
         )
         gen_s = time.perf_counter() - start

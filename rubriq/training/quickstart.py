@@ -100,7 +100,7 @@ def run(
     summaries: dict[str, dict] = {}
 
     records_of: dict[str, list[ScoredRecord]] = {}
-    k = settings.evaluation.samples
+    k = settings.evaluation.sampling.samples
     eps = 1 - settings.rubric.fidelity.correct_threshold
 
     def evaluate(label: str, step: str) -> None:
@@ -140,7 +140,7 @@ def run(
     phase_bars(
         summaries,
         out / "phases.png",
-        title=f"Held-out prompts ({len(eval_rows)}), {k} samples each at T = {settings.evaluation.temperature}",
+        title=f"Held-out prompts ({len(eval_rows)}), {k} samples each at T = {settings.evaluation.sampling.temperature}",
     )
     differences = {
         f"{b} -> {a}": {
@@ -176,8 +176,8 @@ def write_report(out: Path, summary: dict, settings) -> Path:
         "",
         f"Model: {settings.model.name_or_path}; {summary['train_prompts']} training prompts, "
         f"{summary['eval_prompts']} held-out prompts (targets never trained on), {k} completions sampled per "
-        f"prompt at temperature {e.temperature} ({e.max_new_tokens} new tokens at most); "
-        f"{summary['grpo_steps']} GRPO steps with N = {settings.grpo.get('num_generations', 8)} completions per "
+        f"prompt at temperature {e.sampling.temperature} ({e.sampling.max_new_tokens} new tokens at most); "
+        f"{summary['grpo_steps']} GRPO steps with N = {settings.grpo.sampling.samples} completions per "
         "prompt. Intervals: 95% t-intervals over prompts.",
         "",
     ]

@@ -185,10 +185,9 @@ def build(
         funcs = [sparse_reward(rewards, settings.reward.kind.removeprefix("sparse_"))]
     output_dir = Path(settings.output_dir)
     if settings.algorithm == "ppo":
-        from rubriq.config import from_dict
-        from rubriq.training.ppo import PPOSettings, PPOTrainer
+        from rubriq.training.ppo import PPOTrainer
 
-        ppo = from_dict(PPOSettings, settings.ppo)
+        ppo = settings.ppo
         if max_steps is not None:
             ppo = dataclasses.replace(ppo, max_steps=max_steps)
         reward = funcs[0] if funcs else rewards.function("total", log=True)
@@ -209,7 +208,7 @@ def build(
     from rubriq.training.grpo import build_grpo_trainer
 
     model = to_policy_precision(model, settings.model.precision, trained=not settings.lora.enabled)
-    grpo = {"output_dir": str(output_dir), **settings.grpo}
+    grpo = {"output_dir": str(output_dir), **settings.grpo.to_trl()}
     if max_steps is not None:
         grpo["max_steps"] = max_steps
     trainer = build_grpo_trainer(
@@ -245,7 +244,7 @@ def warn_cpu_precision(settings) -> None:
 
     if torch.cuda.is_available() or cpu_bf16_units():
         return
-    sections = [("grpo", settings.grpo)] if settings.algorithm == "grpo" else []
+    sections = [("grpo", settings.grpo.to_trl())] if settings.algorithm == "grpo" else []
     if settings.sft.enabled:
         sections.append(("sft.args", settings.sft.args))
     for section, args in sections:

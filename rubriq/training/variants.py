@@ -1,7 +1,7 @@
 """The paper's baselines, ablations and weight-sensitivity grid as configs of one entry point.
 
 Every variant is a small YAML file that starts with ``base: <the paper's config>`` and states
-only what it changes (``rubriq.training.config.load_with_base``):
+only what it changes (``rubriq.config.load_with_base``):
 
 * ``sparse_grpo``: the same GRPO optimizer with one terminal scalar, 1/T(c) for a correct
   circuit (``reward.kind: sparse_inverse_t``);
@@ -93,7 +93,8 @@ def variant_overrides(
 
 def write_variants(base: str | Path, out_dir: str | Path, delta: float = 0.05) -> list[Path]:
     """Write one YAML per variant into ``out_dir``; each names ``base`` relative to itself."""
-    from rubriq.training.config import TrainSettings, load_with_base
+    from rubriq.config import load_with_base
+    from rubriq.training.config import TrainSettings
 
     base, out_dir = Path(base), Path(out_dir)
     settings = TrainSettings.from_dict(load_with_base(base))
@@ -104,7 +105,7 @@ def write_variants(base: str | Path, out_dir: str | Path, delta: float = 0.05) -
         else base.resolve()
     )
     paths = []
-    for name, override in variant_overrides(settings.rubric.weights.as_dict(), delta, settings.grpo).items():
+    for name, override in variant_overrides(settings.rubric.weights.as_dict(), delta, settings.grpo.to_trl()).items():
         doc = {"base": str(rel), "output_dir": f"{settings.output_dir}_{name}", **override}
         path = out_dir / f"{name}.yaml"
         header = (
