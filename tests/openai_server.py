@@ -149,7 +149,7 @@ class ServerThread:
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
                 raise RuntimeError("the test server did not start")
-            time.sleep(0.02)
+            time.sleep(0.02)  # paces the poll for the server to start (the deadline bounds it)
         return self
 
     def __exit__(self, *exc) -> None:

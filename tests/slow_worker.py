@@ -5,4 +5,4 @@ import time
 
 def sleep_instead_of_compiling(entry, method, conn) -> None:
     """Sleep 10 minutes and send nothing: the parent must end this process at its limit."""
-    time.sleep(600)
+    time.sleep(600)  # paces nothing: outlasts every limit (the parent ends it; nothing waits for it)

@@ -17,7 +17,7 @@ def main() -> None:
     out.flush()
     (length,) = struct.unpack("!Q", sys.stdin.buffer.read(8))
     sys.stdin.buffer.read(length)
-    time.sleep(600)
+    time.sleep(600)  # paces nothing: the stuck worker never answers (the test kills it; nothing waits for it)
 
 
 if __name__ == "__main__":  # pytest --doctest-modules imports this file; only run as a script

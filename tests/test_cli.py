@@ -23,35 +23,13 @@ import yaml
 from rubriq import __version__
 from rubriq.cli import main
 from tests.conftest import SHARED_SUITE
-from tests.tiny import CPU, TINY_LORA, tiny_build
+from tests.tiny import tiny_build, tiny_quickstart
 
 ROOT = Path(__file__).resolve().parents[1]
 WALKED = ROOT / "docs" / "cli.md"
 QFT4 = ROOT / "rubriq" / "examples" / "qft4_textbook.qasm"
 
-TINY_QUICKSTART = {
-    "model": {"name_or_path": "embedded", "tiny": True},
-    "lora": TINY_LORA,
-    "data": {"build": tiny_build(qft_sizes=[2, 3], fractions=[0.0, 0.4])},
-    "sft": {
-        "enabled": True,
-        "args": {
-            "max_steps": 1,
-            "per_device_train_batch_size": 2,
-            **CPU,
-        },
-    },
-    "evaluation": {"samples": 2, "temperature": 1.0, "max_new_tokens": 6, "batch_size": 8},
-    "grpo": {
-        "per_device_train_batch_size": 4,
-        "num_generations": 2,
-        "max_completion_length": 6,
-        "max_steps": 2,
-        "logging_steps": 1,
-        "save_strategy": "no",
-        **CPU,
-    },
-}
+TINY_QUICKSTART = tiny_quickstart(tiny_build(qft_sizes=[2, 3], fractions=[0.0, 0.4]))
 
 
 def run(argv: list[str], capsys, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:

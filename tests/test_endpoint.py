@@ -243,7 +243,7 @@ def test_killed_server_then_resume_requests_each_sample_once(dataset, tmp_path, 
                 return proc
             except httpx.HTTPError:
                 assert proc.poll() is None, "the server process exited"
-                time.sleep(0.1)
+                time.sleep(0.1)  # paces the poll for the server to answer (the deadline bounds it)
         proc.kill()
         raise RuntimeError("the server did not start")
 

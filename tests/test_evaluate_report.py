@@ -5,7 +5,7 @@ import json
 import pytest
 import yaml
 
-from tests.tiny import tiny_build
+from tests.tiny import TINY_GRPO, tiny_build, tiny_training
 
 pytest.importorskip("trl")
 
@@ -21,23 +21,11 @@ def workspace(tmp_path_factory):
     os.environ.setdefault("RUBRIQ_CACHE", str(root / "cache"))
     from rubriq.training.train_rubriq import main
 
-    config = {
-        "output_dir": str(root / "run_sens_tcount_plus005"),
-        "model": {"name_or_path": "embedded", "tiny": True},
-        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-        "data": {"dataset": str(root / "data"), "build": SMALL},
-        "grpo": {
-            "per_device_train_batch_size": 4,
-            "num_generations": 4,
-            "max_completion_length": 6,
-            "max_steps": 2,
-            "logging_steps": 1,
-            "save_strategy": "no",
-            "use_cpu": True,
-            "bf16": False,
-            "gradient_checkpointing": False,
-        },
-    }
+    config = tiny_training(
+        output_dir=str(root / "run_sens_tcount_plus005"),
+        data={"dataset": str(root / "data"), "build": SMALL},
+        grpo={**TINY_GRPO, "num_generations": 4, "max_steps": 2, "logging_steps": 1, "save_strategy": "no"},
+    )
     (root / "train.yaml").write_text(yaml.safe_dump(config))
     assert main(["--rubriq_config", str(root / "train.yaml")]) == 0
     return root

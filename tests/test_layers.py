@@ -245,3 +245,15 @@ def test_each_concept_is_defined_once(concept, pattern):
     found = _definitions(pattern)
     files = {place.rsplit(":", 1)[0] for place in found}
     assert len(files) == 1, f"{concept}: defined in {len(files)} modules: {found}"
+
+
+def test_every_test_name_is_used_once():
+    """No two test functions share a name, in one module (the second would hide the first) or
+    across tests/ (``-k name`` and a report's name would be ambiguous)."""
+    where: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+                where.setdefault(node.name, []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    shared = {name: places for name, places in where.items() if len(places) > 1}
+    assert not shared, f"tests that share a name: {shared}"

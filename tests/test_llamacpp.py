@@ -57,7 +57,7 @@ def llamacpp(tmp_path_factory):
                 break
             except httpx.HTTPError:
                 assert time.monotonic() < deadline, "llama.cpp's server did not start in 300 s"
-                time.sleep(0.5)
+                time.sleep(0.5)  # paces the poll for llama.cpp's server (the deadline bounds it)
         yield url
     finally:
         proc.terminate()

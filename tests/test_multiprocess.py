@@ -15,7 +15,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tests.tiny import CPU, tiny_build
+from tests.tiny import CPU, tiny_build, tiny_training
 
 pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
@@ -62,13 +62,9 @@ def _launch(config: Path, *extra: str) -> None:
 
 
 def _config(tmp_path: Path, **sections) -> Path:
-    config = {
-        "output_dir": str(tmp_path / "run"),
-        "model": {"name_or_path": "embedded", "tiny": True},
-        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-        "data": {"dataset": str(tmp_path / "data"), "build": SMALL},
-        **sections,
-    }
+    config = tiny_training(
+        output_dir=str(tmp_path / "run"), data={"dataset": str(tmp_path / "data"), "build": SMALL}, **sections
+    )
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tests.tiny import CPU, tiny_build
+from tests.tiny import CPU, TINY_MODEL, tiny_build
 
 pytest.importorskip("trl")
 
@@ -36,7 +36,7 @@ def _config(tmp_path, max_steps: int = 4) -> object:
         },
     )
     train = {
-        "model": {"name_or_path": "embedded", "tiny": True},
+        "model": TINY_MODEL,
         "data": {"build": build},
         "sft": {
             "enabled": True,

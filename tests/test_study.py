@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from rubriq.rubric.engine import DIMENSIONS
-from tests.tiny import CPU, tiny_build
+from tests.tiny import TINY_GRPO, TINY_SFT, tiny_build, tiny_quickstart, tiny_training
 
 pytest.importorskip("trl")
 
@@ -21,19 +21,7 @@ SMALL = tiny_build(encodings=["basis_encoding", "angle_encoding"], fractions=[0.
 
 
 def _configs(tmp_path, arms):
-    train = {
-        "model": {"name_or_path": "embedded", "tiny": True},
-        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-        "data": {"build": SMALL},
-        "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
-        "grpo": {
-            "per_device_train_batch_size": 4,
-            "num_generations": 2,
-            "max_completion_length": 6,
-            "temperature": 1.0,
-            **CPU,
-        },
-    }
+    train = tiny_training(SMALL, sft=TINY_SFT, grpo={**TINY_GRPO, "temperature": 1.0})
     (tmp_path / "train.yaml").write_text(yaml.safe_dump(train))
     study = {
         "train_config": "train.yaml",
@@ -267,7 +255,7 @@ def test_an_interrupted_parallel_study_stops_its_processes(tmp_path, monkeypatch
     started = []
 
     def interrupted(config, out, queue, running, *args, **kwargs):
-        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # paces nothing: a unit
         started.append(proc)
         running.append((proc, "rubric", 0, tmp_path / "log"))
         raise KeyboardInterrupt
@@ -348,23 +336,7 @@ def test_quickstart_reports_sampled_held_out_metrics_with_intervals(tmp_path, mo
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
     from rubriq.training.quickstart import run
 
-    config = {
-        "model": {"name_or_path": "embedded", "tiny": True},
-        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-        "data": {"build": SMALL},
-        "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
-        "evaluation": {"samples": 2, "temperature": 1.0, "max_new_tokens": 6, "batch_size": 8},
-        "grpo": {
-            "per_device_train_batch_size": 4,
-            "num_generations": 2,
-            "max_completion_length": 6,
-            "max_steps": 2,
-            "logging_steps": 1,
-            "save_strategy": "no",
-            **CPU,
-        },
-    }
-    (tmp_path / "q.yaml").write_text(yaml.safe_dump(config))
+    (tmp_path / "q.yaml").write_text(yaml.safe_dump(tiny_quickstart(SMALL)))
     report = run(tmp_path / "q.yaml", tmp_path / "out")
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     held_out = len((tmp_path / "out" / "data" / "test.jsonl").read_text().splitlines())
@@ -401,19 +373,7 @@ def learning_run(tmp_path_factory):
     from rubriq.cli import app
 
     tmp = tmp_path_factory.mktemp("learning")
-    train = {
-        "model": {"name_or_path": "embedded", "tiny": True},
-        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-        "data": {"build": LEARNING},
-        "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
-        "grpo": {
-            "per_device_train_batch_size": 4,
-            "num_generations": 2,
-            "max_completion_length": 6,
-            "temperature": 1.0,
-            **CPU,
-        },
-    }
+    train = tiny_training(LEARNING, sft=TINY_SFT, grpo={**TINY_GRPO, "temperature": 1.0})
     (tmp / "train.yaml").write_text(yaml.safe_dump(train))
     arms = {
         "rubric": {"reward": "rubric"},
@@ -478,17 +438,7 @@ def test_the_learning_design_on_a_model_that_answers(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pilot, "pilot", pilot_with_a_signal)
     tmp = tmp_path
-    (tmp / "train.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "model": {"name_or_path": "embedded", "tiny": True},
-                "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-                "data": {"build": LEARNING},
-                "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
-                "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6, **CPU},
-            }
-        )
-    )
+    (tmp / "train.yaml").write_text(yaml.safe_dump(tiny_training(LEARNING, sft=TINY_SFT, grpo=TINY_GRPO)))
     study = {
         "train_config": "train.yaml",
         "output_dir": str(tmp / "out"),
@@ -591,14 +541,7 @@ def prebuilt_run(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("prebuilt")
     _prebuilt_warm_start(tmp / "models" / "warm")
-    train = {
-        "model": {"name_or_path": "embedded", "tiny": True},
-        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-        "data": {"build": LEARNING},
-        "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
-        "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6, **CPU},
-    }
-    (tmp / "train.yaml").write_text(yaml.safe_dump(train))
+    (tmp / "train.yaml").write_text(yaml.safe_dump(tiny_training(LEARNING, sft=TINY_SFT, grpo=TINY_GRPO)))
     study = {
         "train_config": "train.yaml",
         "output_dir": str(tmp / "out"),
@@ -952,13 +895,7 @@ def units_run(tmp_path_factory):
     os.environ.setdefault("RUBRIQ_CACHE", str(tmp_path_factory.mktemp("cache")))
     tmp = tmp_path_factory.mktemp("units")
     _tiny_adapter(tmp / "models" / "adapter")
-    train = {
-        "model": {"name_or_path": "embedded", "tiny": True},
-        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-        "data": {"build": LEARNING},
-        "sft": {"enabled": False},
-        "grpo": {"per_device_train_batch_size": 4, "num_generations": 2, "max_completion_length": 6, **CPU},
-    }
+    train = tiny_training(LEARNING, sft={"enabled": False}, grpo=TINY_GRPO)
     (tmp / "train.yaml").write_text(yaml.safe_dump(train))
     study = {
         "train_config": "train.yaml",

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from tests.tiny import CPU, tiny_build
+from tests.tiny import CPU, TINY_GRPO, TINY_SFT, tiny_build, tiny_training
 
 pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
@@ -116,21 +116,12 @@ def test_rl_adapter_after_sft_records_the_sft_model_as_its_base(tokenizer, tmp_p
     from rubriq.evaluation.evaluate import load_policy
     from rubriq.training.train_rubriq import main
 
-    config = {
-        "output_dir": str(tmp_path / "run"),
-        "model": {"name_or_path": "embedded", "tiny": True},
-        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-        "data": {"dataset": str(tmp_path / "data"), "build": SMALL},
-        "sft": {"enabled": True, "args": {"max_steps": 1, "per_device_train_batch_size": 2, **CPU}},
-        "grpo": {
-            "per_device_train_batch_size": 4,
-            "num_generations": 4,
-            "max_completion_length": 4,
-            "max_steps": 1,
-            "save_strategy": "no",
-            **CPU,
-        },
-    }
+    config = tiny_training(
+        output_dir=str(tmp_path / "run"),
+        data={"dataset": str(tmp_path / "data"), "build": SMALL},
+        sft=TINY_SFT,
+        grpo={**TINY_GRPO, "num_generations": 4, "max_completion_length": 4, "max_steps": 1, "save_strategy": "no"},
+    )
     (tmp_path / "t.yaml").write_text(yaml.safe_dump(config))
     assert main(["--rubriq_config", str(tmp_path / "t.yaml")]) == 0
     final = tmp_path / "run" / "final"
@@ -170,7 +161,7 @@ def test_sampling_without_dropout_samples_the_eval_mode_policy_and_restores_trai
     from peft import LoraConfig, get_peft_model
 
     from rubriq.models import tiny_model
-    from rubriq.models.generation import install_prefix_generate
+    from rubriq.models.generation import GenerationFlags, install_prefix_generate
 
     torch.manual_seed(0)
     config = LoraConfig(
@@ -185,7 +176,10 @@ def test_sampling_without_dropout_samples_the_eval_mode_policy_and_restores_trai
         reference = model.generate(**enc, **kwargs)
         model.train()
         noisy = [model.generate(**enc, **kwargs) for _ in range(3)]
-        install_prefix_generate(model, sample_without_dropout=True)
+        flags = GenerationFlags(
+            sampler="generate", end_after_code_block=False, fast_sampling=False, sample_without_dropout=True
+        )
+        install_prefix_generate(model, flags=flags)
         assert model.training
         quiet = model.generate(**enc, **kwargs)
     assert model.training  # the update after it still trains with dropout
@@ -194,13 +188,9 @@ def test_sampling_without_dropout_samples_the_eval_mode_policy_and_restores_trai
 
 
 def _write(tmp_path, **sections):
-    config = {
-        "output_dir": str(tmp_path / "run"),
-        "model": {"name_or_path": "embedded", "tiny": True},
-        "lora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"]},
-        "data": {"dataset": str(tmp_path / "data"), "build": SMALL},
-        **sections,
-    }
+    config = tiny_training(
+        output_dir=str(tmp_path / "run"), data={"dataset": str(tmp_path / "data"), "build": SMALL}, **sections
+    )
     path = tmp_path / "train.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -375,7 +365,9 @@ def test_fast_sampling_replaces_transformers_draw_in_trl_style_generate(tokenize
     greedy = GenerationConfig(max_new_tokens=5, do_sample=False, pad_token_id=tokenizer.eos_token_id)
     with torch.no_grad():
         reference = model.generate(**enc, generation_config=greedy)
-        generation.install_prefix_generate(model, fast_sampling=True)
+        generation.install_prefix_generate(
+            model, flags=generation.GenerationFlags(sampler="generate", end_after_code_block=False, fast_sampling=True)
+        )
         out = model.generate(**enc, generation_config=sampling)
         assert out.shape == (4, enc["input_ids"].shape[1] + 5) and len(calls) == 5
         assert torch.equal(model.generate(**enc, generation_config=greedy), reference) and len(calls) == 5
