@@ -9,8 +9,8 @@ def test_one_grpo_step_logs_every_dimension_and_scores_each_completion_once(tmp_
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
     from rubriq.data.prompts import PromptSpec, synthesis_rows
     from rubriq.models import load_tokenizer, tiny_model
+    from rubriq.reward import RubricRewards
     from rubriq.training.grpo import build_grpo_trainer
-    from rubriq.training.rewards import RubricRewards
 
     rows = synthesis_rows(
         PromptSpec(
@@ -50,12 +50,12 @@ def test_one_grpo_step_logs_every_dimension_and_scores_each_completion_once(tmp_
     )
     trainer.train()
     logged = trainer.state.log_history[0]
-    for dim in ("clifford", "tcount", "hardware", "fidelity", "efficiency"):
-        assert f"rewards/{dim}/mean" in logged
-    # a random tiny model writes no circuit: every dimension 0, and each completion scored once
-    assert logged["reward"] == 0.0
-    assert rewards.stats["requests"] == 5 * 4 and rewards.stats["evaluated"] <= 4
-    assert trainer.args.reward_weights == [0.20, 0.15, 0.15, 0.40, 0.10]
+    for name in ("total", "clifford", "tcount", "hardware", "fidelity", "efficiency"):
+        assert f"rewards/{name}/mean" in logged
+    # a random tiny model writes no circuit: R and every dimension 0, and each completion scored once
+    assert logged["reward"] == logged["rewards/total/mean"] == 0.0
+    assert rewards.stats["requests"] == 6 * 4 and rewards.stats["evaluated"] <= 4
+    assert trainer.args.reward_weights == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # TRL's reward is the engine's R
 
 
 def _tiny_trainer(tmp_path, monkeypatch, dtype: str, batch: int, generations: int, lora_modules: list[str]):

@@ -27,7 +27,7 @@ def tokenizer(tmp_path_factory):
 
 def test_reference_completions_score_as_correct_in_every_format():
     from rubriq.data.prompts import PromptSpec, synthesis_rows
-    from rubriq.training.rewards import RubricRewards
+    from rubriq.reward import RubricRewards
     from rubriq.training.sft import reference_completion
 
     rows = synthesis_rows(
