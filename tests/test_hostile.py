@@ -127,7 +127,7 @@ PYTHON_CASES = [
     (
         "threads",
         "import threading, time\nfor i in range(5000):\n"
-        "    threading.Thread(target=time.sleep, args=(100,)).start()\nqc = QuantumCircuit(1)\nwhile True:\n    pass",  # hostile code: idle threads (the test waits for nothing)
+        "    threading.Thread(target=time.sleep, args=(100,)).start()\nqc = QuantumCircuit(1)\nwhile True:\n    pass",  # paces nothing: hostile code's idle threads
         "zero",
     ),
     (
@@ -168,7 +168,7 @@ PYTHON_CASES = [
         "    qc = QuantumCircuit(1)",
         "zero",
     ),
-    ("sleep", "import time\ntime.sleep(3600)", "zero"),  # hostile code: sleeps past its deadline (it is killed)
+    ("sleep", "import time\ntime.sleep(3600)", "zero"),  # paces nothing: hostile code, killed at its deadline
     # the imports real Qiskit code uses (issue #29): IBM's service and its credentials stay out of reach
     (
         "runtime-service",
@@ -264,7 +264,7 @@ KERNEL_CASES = [
     (
         "pdeathsig-fork-outlive",
         "hit |= call(157, 1, 0) == 0\npid = call(57)\n"
-        "if pid == 0:\n    import time\n    time.sleep(60)\nhit |= pid > 0",  # hostile code: a child meant to outlive its job
+        "if pid == 0:\n    import time\n    time.sleep(60)\nhit |= pid > 0",  # paces nothing: a child meant to outlive its job
     ),
     (
         "kill-ptrace-init",

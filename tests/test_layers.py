@@ -257,3 +257,17 @@ def test_every_test_name_is_used_once():
                 where.setdefault(node.name, []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
     shared = {name: places for name, places in where.items() if len(places) > 1}
     assert not shared, f"tests that share a name: {shared}"
+
+
+def test_every_sleep_in_the_tests_says_what_it_paces():
+    """No test waits a fixed time and then asserts what should have happened by then: a test waits
+    on an event (a condition polled with a deadline, a barrier, a log line), and each sleep left in
+    tests/ paces such a poll, or is code that hangs on purpose, and says so in a comment on its
+    line (``# paces ...``)."""
+    unexplained = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\btime\.sleep\b", line) and "# paces" not in line
+    ]
+    assert not unexplained, f"a time.sleep without '# paces ...' on its line: {unexplained}"
