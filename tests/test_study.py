@@ -837,7 +837,7 @@ def test_the_rewriting_study_config_is_its_preregistration(tmp_path):
         "none": "none",
     }
     assert study.seeds == (0, 1, 2) and study.steps == 100 and study.eval_steps() == [0, 50, 100]
-    assert study.samples == 8 and study.same_eval_seed and study.split == "test"
+    assert study.sampling.samples == 8 and study.same_eval_seed and study.split == "test"
     assert study.primary_metric == "gap_closed" and study.primary_tier == "test"
     assert study.eval_tiers["hard"].split == "hard" and study.tier_steps("hard") == [0, 100]
     assert study.train_eval_prompts == 8 and study.results_dir == "results/studies/rewriting/grpo"
