@@ -1,117 +1,178 @@
-"""Generation throughput of the GRPO step on the embedded SmolLM2-135M with a LoRA adapter as in
-training: the roof (a bare bfloat16 forward) and each sampling implementation, side by side in ONE
-run (a benchmark, not a test).
+"""Sampling throughput against this machine's own roof, measured in the same run (a benchmark, not
+a test).
 
-    .venv/bin/python benchmarks/bench_generation.py [--rounds 2] [--threads N] [--model DIR]
+    .venv/bin/python benchmarks/bench_generation.py --data DIR [--model DIR] [--rounds 2] [--batches 16 64]
 
-The batch is a GRPO step's: ``--prompts`` prompts x N = ``--generations`` completions (4 x 4 = 16),
-left-padded as TRL pads them, sampled with the learning study's settings (T = 0.8, top-p 1,
-``--max-new-tokens`` 192) and the quickstart's LoRA (r 16, alpha 32, q/k/v/o of the top 12 layers,
-dropout 0.05; the model in training mode, as TRL samples it). Rows, interleaved in every round so
-that other work on the machine hits each of them alike:
+1. **The machine**: the CPU's model and its bf16 units (AMX, AVX512-BF16, from /proc/cpuinfo),
+   the torch threads, the load average before and after.
+2. **The roof** of a decoding step of this model at each batch size, measured here:
+   * memory: a copy of a 512 MB bf16 tensor (read + write); as in issue 51, half the copy rate
+     counts as the read rate. A step must read every weight once (the parameters' bytes) and the
+     keys/values it attends to (each shared prompt once, each row's own completion: the fewest
+     bytes any sampler must read at this batch, at the mean completion length measured below);
+     memory roof = batch / (bytes / read rate);
+   * compute: the step's matrix products at the batch size (q/k/v, o, gate/up, down per layer, the
+     LM head; separately and fused q/k/v and gate/up, the faster counts), each timed in bf16 (and
+     in fp32 for reference); compute roof = batch / (their summed time). Attention's products are
+     left out (a few % of the FLOPs), so the roof is a little optimistic;
+   * **roof** = the lower of the two, the "x hardware roof" column's denominator.
+3. **Every sampling path** on one GRPO generation batch of the rewriting study (its prompts x
+   N = 8, T = 0.8, top-p 1, at most ``--max-new-tokens`` 192, the policy in bf16 with the study's
+   GRPO LoRA in training mode, as TRL samples it), interleaved in ``--rounds`` rounds (medians):
+   * ``transformers generate (TRL's call)``: ``model.generate(generation_config=...)`` as TRL's
+     GRPOTrainer calls it;
+   * ``sampler: generate``: the GRPO step before the static sampler (shared-prompt pre-fill,
+     completions ended after their code block, fast sampling, transformers' generate);
+   * ``sampler: loop``: RubriQ's decoding loop over the transformers forward;
+   * ``sampler: static``: the loop over the static decoder (the default);
+   and, for fixed ``--steps`` one-token steps from the pre-filled prompts (no sampling, no
+   ending), the model's step alone: ``transformers forward`` (dynamic cache), ``transformers
+   forward, static cache`` and the same under ``torch.compile`` (inductor; with ``--compile``;
+   its compile time reported apart), and the ``static decoder step``.
 
-* ``roof``: the bare bf16 model (no adapter), one token per row per forward at the batch's size,
-  ``--roof-steps`` steps from the pre-filled prompts (transformers' own cache): only the model's
-  forward calls, nothing around them. tokens/s = batch x steps / time;
-* ``roof, LoRA attached``: the same forward through the PEFT model (training mode: dropout);
-* ``generate (TRL's call)``: ``model.generate(input_ids, attention_mask, generation_config=...)``
-  exactly as TRL's GRPOTrainer calls it (no RubriQ option);
-* ``RubriQ before``: the GRPO step's sampling before RubriQ's decoding loop: shared-prompt pre-fill,
-  completions ended after their code block, fast sampling (``install_prefix_generate`` with
-  ``fast_decoding`` off);
-* ``RubriQ decode loop, all rows to the end``: ``fast_decoding`` on, ``drop_finished_rows`` off;
-* ``RubriQ decode loop``: both on (``fast_decoding`` is off by default: this benchmark measured it no faster);
-* ``..., eval mode``: the same with ``sample_without_dropout`` (no dropout while sampling);
-* ``..., eval mode, LoRA merged``: the same with the adapter merged into the weights while sampling
-  (PEFT ``merge_adapter`` / ``unmerge_adapter``; a measurement, not an option of RubriQ).
-
-tokens/s counts completion tokens up to and including each row's first end-of-sequence token (TRL's
-completion mask) per second of wall time; ``tokens/CPU-s`` per second of this process's CPU time
-(on a machine shared with other work the CPU time moves less than the wall time). ``outside the
-model`` is the share of the wall time not spent in the transformers model's forward (sampling,
-logits processing, cache handling, Python). The last round is also run under cProfile for
-``RubriQ before`` and ``RubriQ decode loop``: the top entries by own time.
-Writes benchmarks/results/generation.md (``--out``).
+tokens/s counts completion tokens up to and including each row's end-of-sequence token (TRL's
+completion mask) per second of wall time. The last part profiles (torch.profiler, self CPU time)
+one batch of ``sampler: static`` at the largest batch size. Writes
+benchmarks/results/generation.md (``--out``).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import cProfile
-import io
+import dataclasses
 import os
-import pstats
 import random
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-IMPLEMENTATIONS = [
-    "roof",
-    "roof, LoRA attached",
-    "generate (TRL's call)",
-    "RubriQ before",
-    "RubriQ decode loop, all rows to the end",
-    "RubriQ decode loop",
-    "RubriQ decode loop, eval mode",
-    "RubriQ decode loop, eval mode, LoRA merged",
-]
+STUDY = ROOT / "configs" / "studies" / "rewriting_train.yaml"
+PATHS = ["transformers generate (TRL's call)", "sampler: generate", "sampler: loop", "sampler: static"]
 
 
-class ForwardClock:
-    """Wall time spent inside ``module``'s forward calls (pre/post hooks)."""
-
-    def __init__(self, module) -> None:
-        self.seconds, self._start = 0.0, 0.0
-        module.register_forward_pre_hook(self._enter)
-        module.register_forward_hook(self._exit)
-
-    def _enter(self, *_):
-        self._start = time.perf_counter()
-
-    def _exit(self, *_):
-        self.seconds += time.perf_counter() - self._start
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
-def load(args):
+def cpu_info() -> tuple[str, str]:
+    """(model name, bf16 units) from /proc/cpuinfo."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "?", "?"
+    name = next((x.split(":", 1)[1].strip() for x in text.splitlines() if x.startswith("model name")), "?")
+    flags = next((x.split(":", 1)[1].split() for x in text.splitlines() if x.startswith("flags")), [])
+    units = [f for f in ("amx_bf16", "amx_tile", "avx512_bf16") if f in flags]
+    return name, ", ".join(units) or "none"
+
+
+def _best(fn, repeat: int = 5, inner: int = 3) -> float:
+    """The fastest of ``repeat`` timings of ``inner`` calls, per call (seconds)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        best = min(best, (time.perf_counter() - start) / inner)
+    return best
+
+
+def bandwidth(torch) -> float:
+    """Copy rate of a 512 MB bf16 tensor, GB/s of read + write traffic."""
+    src = torch.ones(256 * 1024 * 1024, dtype=torch.bfloat16)
+    dst = torch.empty_like(src)
+    seconds = _best(lambda: dst.copy_(src), repeat=5, inner=1)
+    return 2 * src.numel() * 2 / seconds / 1e9
+
+
+def step_shapes(config) -> tuple[list[tuple[int, int]], list[tuple[int, int]], tuple[int, int]]:
+    """(per-layer (in, out) products, the same with q/k/v and gate/up fused, the LM head)."""
+    h = config.hidden_size
+    d = getattr(config, "head_dim", None) or h // config.num_attention_heads
+    q, kv, i = config.num_attention_heads * d, config.num_key_value_heads * d, config.intermediate_size
+    separate = [(h, q), (h, kv), (h, kv), (q, h), (h, i), (h, i), (i, h)]
+    fused = [(h, q + 2 * kv), (q, h), (h, 2 * i), (i, h)]
+    return separate, fused, (h, config.vocab_size)
+
+
+def matmul_step(torch, config, batch: int, dtype) -> dict:
+    """Seconds of one decoding step's matrix products at ``batch`` (the faster of separate and fused
+    layer products), and their FLOPs."""
+    import torch.nn.functional as F
+
+    separate, fused, head = step_shapes(config)
+    layers = config.num_hidden_layers
+
+    def time_of(shapes) -> float:
+        total = 0.0
+        for k, n in shapes:
+            x, w = torch.randn(batch, k, dtype=dtype), torch.randn(n, k, dtype=dtype)
+            total += _best(lambda x=x, w=w: F.linear(x, w))
+        return total
+
+    layer = min(time_of(separate), time_of(fused))
+    seconds = layers * layer + time_of([head])
+    flops = 2 * batch * (layers * sum(k * n for k, n in separate) + head[0] * head[1])
+    return {"seconds": seconds, "gflops": flops / seconds / 1e9}
+
+
+def peak_matmul(torch, dtype) -> float:
+    a, b = torch.randn(512, 2048, dtype=dtype), torch.randn(2048, 2048, dtype=dtype)
+    return 2 * 512 * 2048 * 2048 / _best(lambda: a @ b) / 1e9
+
+
+def load_policy(args, tmp: Path):
+    """(tokenizer, policy): the warm-start merged into its base, bf16, the study's GRPO LoRA on it
+    (B initialised at random, so the merged weights differ from the base's), training mode."""
     import torch
-    from peft import LoraConfig, get_peft_model
+    from peft import LoraConfig, PeftModel, get_peft_model
 
-    from rubriq.models import load_model, load_tokenizer, to_policy_precision
+    from rubriq.models import adapter_base, load_model, load_tokenizer, to_policy_precision
     from rubriq.training.config import TrainSettings
     from rubriq.training.train_rubriq import lora_kwargs
 
-    tokenizer = load_tokenizer()
-    qs = TrainSettings.from_yaml(ROOT / "configs" / "quickstart_cpu.yaml")
-    bare = to_policy_precision(load_model(args.model)).eval()
-    policy = get_peft_model(
-        to_policy_precision(load_model(args.model)), LoraConfig(task_type="CAUSAL_LM", **lora_kwargs(qs))
-    )
+    study = TrainSettings.from_yaml(STUDY)
+    path = args.model
+    if (Path(path) / "adapter_config.json").is_file():
+        base = adapter_base(path)
+        merged = PeftModel.from_pretrained(load_model(base), path).merge_and_unload()
+        merged.save_pretrained(tmp / "model")
+        path = str(tmp / "model")
+        tokenizer = load_tokenizer(base)
+    else:
+        tokenizer = load_tokenizer(path)
+    model = to_policy_precision(load_model(path), study.model.precision)
+    policy = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **lora_kwargs(study)))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in policy.named_parameters():
+            if "lora_B" in name:
+                p.normal_(std=1e-3)
     policy.train()
-    return tokenizer, bare, policy, torch
+    return tokenizer, policy, study
 
 
-def batch(tokenizer, args):
+def make_batch(tokenizer, rows: list[dict], prompts: int, n: int, seed: int):
     """A GRPO generation batch as TRL builds it: each prompt N times, left-padded."""
     import torch
 
-    from rubriq.data.prompts import load_split
-
-    rows = load_split(args.data, "train")
-    prompts = random.Random(args.seed).sample(rows, args.prompts)
+    chosen = random.Random(seed).sample(rows, prompts)
     ids = [
         tokenizer(
             tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True),
             add_special_tokens=False,
         )["input_ids"]
-        for r in prompts
-        for _ in range(args.generations)
+        for r in chosen
+        for _ in range(n)
     ]
     width = max(map(len, ids))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -120,20 +181,18 @@ def batch(tokenizer, args):
     return input_ids, mask
 
 
-def generation_config(tokenizer, policy, args):
-    """The GenerationConfig TRL's GRPOTrainer builds (trl/trainer/grpo_trainer.py) for these settings."""
+def generation_config(tokenizer, policy, grpo: dict, max_new_tokens: int):
+    """The GenerationConfig TRL's GRPOTrainer builds (trl/trainer/grpo_trainer.py)."""
     from transformers import GenerationConfig
     from trl import GRPOConfig
 
-    trl = GRPOConfig(
-        output_dir="unused", temperature=args.temperature, top_p=args.top_p, report_to=[], use_cpu=True, bf16=False
-    )
+    trl = GRPOConfig(output_dir="unused", report_to=[], use_cpu=True, bf16=False, **grpo)
     eos = policy.generation_config.eos_token_id
     eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
     if tokenizer.eos_token_id not in eos:
         eos = [tokenizer.eos_token_id, *eos]
-    return GenerationConfig(
-        max_new_tokens=args.max_new_tokens,
+    config = GenerationConfig(
+        max_new_tokens=max_new_tokens,
         do_sample=True,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
@@ -145,197 +204,247 @@ def generation_config(tokenizer, policy, args):
         repetition_penalty=trl.repetition_penalty,
         cache_implementation=trl.cache_implementation,
         disable_compile=True,
-    ), eos
+    )
+    return config, eos
 
 
-def completion_tokens(sequences, prompt_length: int, eos: list[int]) -> int:
-    """Tokens up to and including each row's first end-of-sequence token (TRL's completion mask)."""
+def completion_tokens(sequences, prompt_length: int, eos: list[int]) -> tuple[int, float]:
+    """(tokens up to and including each row's first end-of-sequence token, their mean per row)."""
     import torch
 
     completions = sequences[:, prompt_length:]
     is_eos = torch.isin(completions, torch.tensor(eos))
     ends = torch.where(is_eos.any(1), is_eos.int().argmax(1) + 1, completions.shape[1])
-    return int(ends.sum())
+    return int(ends.sum()), float(ends.float().mean())
 
 
-def roof(model, input_ids, mask, steps: int, torch):
-    """(tokens, wall s, CPU s, model s) of ``steps`` one-token forwards of the whole batch."""
-    from transformers import DynamicCache
+def sampler_of(name: str, policy, tokenizer, study):
+    from rubriq.models.generation import GenerateOptions, generate_with_options
 
-    cache = DynamicCache()
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad():
-        out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
-        tokens = out.logits[:, -1:].argmax(-1)
-        masks = torch.cat([mask, mask.new_ones((mask.shape[0], steps))], dim=1)
-        lengths = mask.sum(-1, keepdim=True)
-        wall, cpu = time.perf_counter(), time.process_time()
-        for step in range(steps):
-            out = model(
-                input_ids=tokens,
-                attention_mask=masks[:, : input_ids.shape[1] + step + 1],
-                position_ids=lengths + step,
-                cache=cache,
-                use_cache=True,
-                logits_to_keep=1,
-            )
-            tokens = out.logits[:, -1:].argmax(-1)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return input_ids.shape[0] * steps, wall, cpu, wall
-
-
-def sampler(name: str, policy, tokenizer):
-    """The generate function of a sampling implementation."""
-    from rubriq.models.generation import generate_with_options
-
-    if name == "generate (TRL's call)":
+    if name == "transformers generate (TRL's call)":
         return policy.generate
-    common = {"end_after_block": None, "fast_sampling": True}
-    from rubriq.models.generation import fence_token_ids
-
-    common["end_after_block"] = (tuple(fence_token_ids(tokenizer)), tokenizer.eos_token_id)
-    options = {
-        "RubriQ before": {},
-        "RubriQ decode loop, all rows to the end": {"fast_decoding": True, "drop_finished_rows": False},
-        "RubriQ decode loop": {"fast_decoding": True},
-        "RubriQ decode loop, eval mode": {"fast_decoding": True, "sample_without_dropout": True},
-        "RubriQ decode loop, eval mode, LoRA merged": {"fast_decoding": True, "sample_without_dropout": True},
-    }[name]
-    return generate_with_options(policy, **common, **options)
+    flags = dataclasses.replace(study.generation, sampler=name.removeprefix("sampler: "))
+    options = GenerateOptions.from_flags(flags, tokenizer)
+    return generate_with_options(policy, **dataclasses.asdict(options))
 
 
-def run_one(name: str, parts, args, seed: int, profile: cProfile.Profile | None = None) -> dict:
-    tokenizer, bare, policy, torch, input_ids, mask, config, eos, clocks = parts
+def sample(name, policy, tokenizer, study, input_ids, mask, config, eos, seed: int) -> dict:
+    import torch
+
+    generate = sampler_of(name, policy, tokenizer, study)
     torch.manual_seed(seed)
-    before = {k: c.seconds for k, c in clocks.items()}
-    if name.startswith("roof"):
-        model = bare if name == "roof" else policy
-        tokens, wall, cpu, inside = roof(model, input_ids, mask, args.roof_steps, torch)
-        return {"name": name, "tokens": tokens, "wall": wall, "cpu": cpu, "inside": inside, "steps": args.roof_steps}
-    generate = sampler(name, policy, tokenizer)
-    merged = name.endswith("LoRA merged")
     with torch.no_grad():
-        wall, cpu = time.perf_counter(), time.process_time()
-        if merged:
-            policy.eval()
-            policy.merge_adapter()
-        if profile is not None:
-            profile.enable()
+        start = time.perf_counter()
         out = generate(input_ids=input_ids, attention_mask=mask, generation_config=config)
-        if profile is not None:
-            profile.disable()
-        if merged:
-            policy.unmerge_adapter()
-            policy.train()
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    inside = clocks["policy"].seconds - before["policy"]
-    return {
-        "name": name,
-        "tokens": completion_tokens(out, input_ids.shape[1], eos),
-        "wall": wall,
-        "cpu": cpu,
-        "inside": inside,
-        "steps": out.shape[1] - input_ids.shape[1],
-    }
+        wall = time.perf_counter() - start
+    tokens, mean = completion_tokens(out, input_ids.shape[1], eos)
+    return {"tokens": tokens, "wall": wall, "steps": out.shape[1] - input_ids.shape[1], "mean": mean}
 
 
-def load_average() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
+def forward_steps(kind: str, policy, input_ids, mask, steps: int) -> dict:
+    """``steps`` one-token steps of the whole batch from the pre-filled prompts (greedy, no end);
+    a compiled forward is compiled on its first two steps (``compile_s``), then timed."""
+    import torch
+    from transformers import DynamicCache, StaticCache
+
+    from rubriq.models.static_decoding import StaticDecoder
+
+    batch, prompt = input_ids.shape
+    with torch.no_grad():
+        if kind == "static decoder step":
+            start = time.perf_counter()
+            decoder = StaticDecoder.from_model(policy)
+            logits = decoder.prefill(input_ids, mask, 8, steps + 1)
+            tokens = logits.argmax(-1)
+            start = time.perf_counter()
+            for t in range(steps):
+                tokens = decoder.step(tokens, t).argmax(-1)
+            return {"tokens": batch * steps, "wall": time.perf_counter() - start, "steps": steps}
+        lm = policy.get_base_model()
+        static = kind != "transformers forward"
+        warm = 2 if kind.endswith("torch.compile") else 0
+        total = steps + warm
+        cache = StaticCache(config=lm.config, max_cache_len=prompt + total + 1) if static else DynamicCache()
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = lm(input_ids=input_ids, attention_mask=mask, position_ids=positions, cache=cache, use_cache=True)
+        tokens = out.logits[:, -1:].argmax(-1)
+        masks = torch.cat([mask, mask.new_ones((batch, total + 1))], dim=1)
+        lengths = mask.sum(-1, keepdim=True)
+
+        def step(tokens, m, pos):
+            return lm(
+                input_ids=tokens, attention_mask=m, position_ids=pos, cache=cache, use_cache=True, logits_to_keep=1
+            )
+
+        fn = torch.compile(step, dynamic=False) if warm else step
+        compile_s, start = 0.0, time.perf_counter()
+        for s in range(total):
+            if s == warm and warm:
+                compile_s, start = time.perf_counter() - start, time.perf_counter()
+            if static:  # the whole static width, not yet written positions masked
+                m = masks.clone()
+                m[:, prompt + s + 1 :] = 0
+            else:
+                m = masks[:, : prompt + s + 1]
+            out = fn(tokens, m, lengths + s)
+            tokens = out.logits[:, -1:].argmax(-1)
+        return {"tokens": batch * steps, "wall": time.perf_counter() - start, "steps": steps, "compile_s": compile_s}
 
 
-def cpu_name() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    except OSError:
-        return "?"
-    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
+def profile_static(policy, tokenizer, study, input_ids, mask, config) -> str:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
 
-
-def top_entries(profile: cProfile.Profile, n: int) -> str:
-    stream = io.StringIO()
-    stats = pstats.Stats(profile, stream=stream)
-    stats.sort_stats("tottime").print_stats(n)
-    lines = [x for x in stream.getvalue().splitlines() if x.strip()]
-    start = next(i for i, x in enumerate(lines) if x.lstrip().startswith("ncalls"))
-    return "\n".join(x.replace(str(ROOT) + "/", "").replace(sys.prefix + "/", "") for x in lines[start - 1 :])
+    generate = sampler_of("sampler: static", policy, tokenizer, study)
+    torch.manual_seed(0)
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        generate(input_ids=input_ids, attention_mask=mask, generation_config=config)
+    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=14, max_name_column_width=48)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    learning = ROOT / "runs" / "studies" / "learning"
-    model = learning / "sft" / "model"
-    parser.add_argument("--model", default=str(model) if (model / "config.json").is_file() else "embedded")
-    parser.add_argument("--data", default=str(learning / "data"), help="a `rubriq data build` folder (train split)")
+    parser.add_argument("--model", default=str(ROOT / "results" / "studies" / "rewriting" / "warm_start"))
+    parser.add_argument("--data", required=True, help="the rewriting study's `rubriq data build` folder")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    parser.add_argument("--prompts", type=int, default=4)
-    parser.add_argument("--generations", type=int, default=4)
+    parser.add_argument("--batches", type=int, nargs="+", default=[16, 64], help="rows: prompts x N = 8")
     parser.add_argument("--max-new-tokens", type=int, default=192)
-    parser.add_argument("--temperature", type=float, default=0.8)
-    parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--roof-steps", type=int, default=110, help="decoding steps of the roof (~ a mean completion)")
+    parser.add_argument("--steps", type=int, default=48, help="one-token steps of the step-only rows")
+    parser.add_argument("--compile", action="store_true", help="also time the torch.compile'd forward")
+    parser.add_argument("--only", nargs="+", choices=PATHS, metavar="NAME", help="sampling paths to run")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", nargs="+", choices=IMPLEMENTATIONS, metavar="NAME", help="run only these")
-    parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "generation.md"))
     args = parser.parse_args()
-    tokenizer, bare, policy, torch = load(args)
+    import torch
+
+    from rubriq.data.prompts import load_split
+
     if args.threads:
         torch.set_num_threads(args.threads)
-    input_ids, mask = batch(tokenizer, args)
-    config, eos = generation_config(tokenizer, policy, args)
-    clocks = {"policy": ForwardClock(policy.get_base_model())}
-    parts = (tokenizer, bare, policy, torch, input_ids, mask, config, eos, clocks)
-    names = args.only or IMPLEMENTATIONS
     loads = [load_average()]
-    results: dict[str, list[dict]] = {n: [] for n in names}
+    name, units = cpu_info()
+    tmp = Path(tempfile.mkdtemp(prefix="bench_generation_"))
+    tokenizer, policy, study = load_policy(args, tmp)
+    lm = policy.get_base_model()
+    rows = load_split(args.data, "train")
+    grpo = study.grpo.to_trl() if hasattr(study.grpo, "to_trl") else dict(study.grpo)
+    grpo = {k: v for k, v in grpo.items() if k in ("temperature", "top_p", "top_k")}
+    config, eos = generation_config(tokenizer, policy, grpo, args.max_new_tokens)
+    paths = args.only or PATHS
+    steps_rows = ["transformers forward", "transformers forward, static cache"]
+    steps_rows += ["transformers forward, static cache, torch.compile"] if args.compile else []
+    steps_rows += ["static decoder step"]
+
+    print(f"CPU {name} (bf16 units: {units}), {torch.get_num_threads()} threads, load {loads[0]}", flush=True)
+    copy_rate = bandwidth(torch)
+    peak = {dt: peak_matmul(torch, dt) for dt in (torch.bfloat16, torch.float32)}
+    batches = {b: make_batch(tokenizer, rows, b // 8, 8, args.seed + b) for b in args.batches}
+    results: dict[tuple[int, str], list[dict]] = {}
+    compile_s: dict[int, float] = {}
+    warm, _ = generation_config(tokenizer, policy, grpo, 4)
+    for p in paths:  # one-time costs (allocator, oneDNN primitives) out of the first timed path
+        sample(p, policy, tokenizer, study, *batches[min(batches)], warm, eos, seed=args.seed)
     for r in range(args.rounds):
-        for name in names:
-            results[name].append(run_one(name, parts, args, seed=args.seed + r))
-            x = results[name][-1]
-            print(f"round {r + 1} {name}: {x['tokens']} tokens in {x['wall']:.1f} s ({x['cpu']:.1f} CPU s)", flush=True)
+        for b, (input_ids, mask) in batches.items():
+            for p in paths:
+                x = sample(p, policy, tokenizer, study, input_ids, mask, config, eos, seed=args.seed + r)
+                results.setdefault((b, p), []).append(x)
+                print(f"round {r + 1} batch {b} {p}: {x['tokens']} tokens in {x['wall']:.1f} s", flush=True)
+            for p in steps_rows:
+                if p.endswith("torch.compile") and r > 0:
+                    continue  # compiled once (round 1): each compile takes minutes on a CPU
+                x = forward_steps(p, policy, input_ids, mask, args.steps)
+                if p.endswith("torch.compile"):
+                    compile_s[b] = x["compile_s"]
+                results.setdefault((b, p), []).append(x)
+                print(f"round {r + 1} batch {b} {p}: {x['tokens'] / x['wall']:.1f} tokens/s", flush=True)
         loads.append(load_average())
-    profiles = {}
-    if not args.no_profile:
-        for name in ("RubriQ before", "RubriQ decode loop"):
-            if name in names:
-                profile = cProfile.Profile()
-                run_one(name, parts, args, seed=args.seed, profile=profile)
-                profiles[name] = top_entries(profile, 14)
-        loads.append(load_average())
+    weights = sum(p.numel() * p.element_size() for n, p in lm.named_parameters() if "lora_" not in n)
+    kv_dim = (
+        2
+        * lm.config.num_hidden_layers
+        * lm.config.num_key_value_heads
+        * (getattr(lm.config, "head_dim", None) or lm.config.hidden_size // lm.config.num_attention_heads)
+    )
+    roofs = {}
+    for b, (_, mask) in batches.items():
+        mean = (
+            statistics.median(x["mean"] for x in results[(b, "sampler: static")]) if "sampler: static" in paths else 96
+        )
+        prompt = float(mask[::8].sum(-1).float().mean())
+        kv_bytes = 2 * kv_dim * ((b // 8) * prompt + b * mean / 2)  # bf16; mean completion length so far: half
+        memory = b / ((weights + kv_bytes) / (copy_rate / 2 * 1e9))
+        bf16 = matmul_step(torch, lm.config, b, torch.bfloat16)
+        fp32 = matmul_step(torch, lm.config, b, torch.float32)
+        roofs[b] = {
+            "memory": memory,
+            "compute": b / bf16["seconds"],
+            "compute_fp32": b / fp32["seconds"],
+            "gflops": bf16["gflops"],
+            "gflops_fp32": fp32["gflops"],
+            "bytes": weights + kv_bytes,
+            "roof": min(memory, b / bf16["seconds"]),
+        }
+    loads.append(load_average())
+    largest = max(batches)
+    profile = profile_static(policy, tokenizer, study, *batches[largest], config) if "sampler: static" in paths else ""
+    loads.append(load_average())
 
-    def rate(x: dict, key: str) -> float:
-        return x["tokens"] / x[key] if x[key] > 0 else float("nan")
-
-    roof_rate = statistics.median(rate(x, "wall") for x in results["roof"]) if "roof" in results else float("nan")
-    roof_cpu = statistics.median(rate(x, "cpu") for x in results["roof"]) if "roof" in results else float("nan")
     lines = [
-        f"Generation on `{args.model}` with the quickstart's LoRA adapter (training mode), batch "
-        f"{input_ids.shape[0]} ({args.prompts} prompts x {args.generations}), prompts padded to "
-        f"{input_ids.shape[1]} tokens, T = {args.temperature}, top-p {args.top_p}, at most "
-        f"{args.max_new_tokens} new tokens; {args.rounds} interleaved rounds, medians; "
-        f"{torch.get_num_threads()} torch threads on {os.cpu_count()} cores ({cpu_name()}); load average "
-        f"(1/5/15 min) before, after each round{', after the profile' if profiles else ''}: {' | '.join(loads)}.",
+        f"Machine: {name}, {os.cpu_count()} cores, bf16 units: {units}; {torch.get_num_threads()} torch threads; "
+        f"load average (1/5/15 min) at the start, after each round, after the roofs, after the profile: "
+        f"{' | '.join(loads)}.",
         "",
-        "| implementation | completion tokens | decoding steps | tokens/s | tokens/CPU-s | x roof (wall) | "
-        "x roof (CPU) | outside the model |",
+        f"Model: `{args.model}` merged into its base, bf16 ({weights / 1e6:.0f} MB of weights), the rewriting study's "
+        f"GRPO LoRA attached in training mode; batches of the study's training prompts x N = 8, T = "
+        f"{config.temperature}, top-p {config.top_p}, at most {args.max_new_tokens} new tokens; {args.rounds} "
+        "rounds interleaved, medians.",
+        "",
+        "## The roof, measured in this run",
+        "",
+        f"- memory: 512 MB bf16 copy {copy_rate:.1f} GB/s (read + write); read rate counted as half: "
+        f"{copy_rate / 2:.1f} GB/s",
+        f"- matmul peak (512 x 2048 x 2048): bf16 {peak[torch.bfloat16]:.0f} GFLOP/s, fp32 "
+        f"{peak[torch.float32]:.0f} GFLOP/s",
+        "",
+        "| batch | bytes per step (weights + keys/values) | memory roof, tokens/s | bf16 matmuls of a step, GFLOP/s | "
+        "compute roof (bf16), tokens/s | fp32 matmuls, GFLOP/s | compute roof (fp32), tokens/s | **roof**, tokens/s |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for name in names:
-        xs = results[name]
-        wall = statistics.median(rate(x, "wall") for x in xs)
-        cpu = statistics.median(rate(x, "cpu") for x in xs)
-        outside = statistics.median(1 - x["inside"] / x["wall"] for x in xs)
+    for b, x in roofs.items():
         lines.append(
-            f"| {name} | {statistics.mean(x['tokens'] for x in xs):.0f} | "
-            f"{statistics.mean(x['steps'] for x in xs):.0f} | {wall:.1f} | {cpu:.1f} | "
-            f"{wall / roof_rate:.2f} | {cpu / roof_cpu:.2f} | {100 * outside:.0f}% |"
+            f"| {b} | {x['bytes'] / 1e6:.0f} MB | {x['memory']:.0f} | {x['gflops']:.0f} | {x['compute']:.0f} | "
+            f"{x['gflops_fp32']:.0f} | {x['compute_fp32']:.0f} | **{x['roof']:.0f}** |"
         )
-    for name, text in profiles.items():
-        lines += ["", f"cProfile of one batch, {name} (top entries by own time):", "", "```", text, "```"]
+    lines += [
+        "",
+        "## Every path",
+        "",
+        "| batch | path | completion tokens | decoding steps | tokens/s | x hardware roof |",
+        "|---|---|---|---|---|---|",
+    ]
+    for b in batches:
+        for p in [*paths, *steps_rows]:
+            xs = results[(b, p)]
+            rate = statistics.median(x["tokens"] / x["wall"] for x in xs)
+            label = f"{p} ({args.steps} steps, no sampling)" if p in steps_rows else p
+            lines.append(
+                f"| {b} | {label} | {statistics.mean(x['tokens'] for x in xs):.0f} | "
+                f"{statistics.mean(x['steps'] for x in xs):.0f} | {rate:.1f} | {rate / roofs[b]['roof']:.2f} |"
+            )
+    if compile_s:
+        lines += ["", "torch.compile (inductor) of the forward, timed in round 1 only; its compile time: "]
+        lines[-1] += ", ".join(f"batch {b}: {s:.0f} s" for b, s in compile_s.items())
+    if profile:
+        lines += [
+            "",
+            f"torch.profiler of one `sampler: static` batch of {largest} (self CPU time):",
+            "",
+            "```",
+            profile,
+            "```",
+        ]
     text = "\n".join(lines) + "\n"
     print(text)
     Path(args.out).write_text(text)
@@ -343,5 +452,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    with contextlib.suppress(KeyboardInterrupt):
-        raise SystemExit(main())
+    raise SystemExit(main())

@@ -1,44 +1,32 @@
-"""GRPO step cost on the embedded SmolLM2-135M: the quickstart step as it was vs the faster step,
-side by side in ONE run (a benchmark, not a test).
+"""GRPO step cost on the rewriting study's settings: the step as it sampled before the static
+sampler vs after, side by side in ONE run (a benchmark, not a test).
 
-    .venv/bin/python benchmarks/bench_grpo_step.py [--steps 4] [--model DIR] [--data DIR]
+    .venv/bin/python benchmarks/bench_grpo_step.py [--steps 3] [--model DIR] [--data DIR]
 
-Settings (same model, same prompts, same seed, same sampling):
+Every setting is configs/studies/rewriting_train.yaml (the GRPO LoRA, bf16 policy, N = 8
+completions per prompt, at most 192 new tokens, T = 0.8, 16 completions per step, one prompt pass
+in the update, zero-variance groups dropped), on the rewriting warm-start (``--model``: the
+committed SFT adapter, merged into its base as the study merges it) and the study's training
+prompts (``--data``: a `rubriq data build` folder of the study); only the generation differs:
 
-* ``before``: the quickstart's GRPO settings as they were (configs/quickstart_cpu.yaml: 2 prompts x
-  N = 4 = 8 completions per step, LoRA on the top 12 layers, shared-prompt pre-fill), policy in
-  float32, completions not ended after their code block, zero-variance groups in the update,
-  log-probabilities by TRL's fused LM-head kernel;
-* ``after``: the same with ``model.precision: auto`` (bfloat16 on a CPU with AVX512-BF16 / AMX),
-  completions ended after their code block, zero-variance groups dropped from the update and the
-  log-probabilities from one float32 LM-head product (``grpo.completion_logps_and_entropy``);
-* ``after, 16 per step``: the same with 4 prompts x N = 4 in one generation batch;
-* ``after, 16 per step, sampling without dropout``: the same, sampling in eval mode
-  (``sample_without_dropout``: the LoRA dropout off while generating, on in the update);
-* ``after, 32 per step, sampling without dropout``: the same with 8 prompts x N = 4;
-* ``..., one prompt pass in the update``: the same, with each distinct prompt run through the
-  decoder once in the update and its N completions from its key/value cache
-  (``shared_prompt_update``, the default since 2026-12-03; every other setting runs the whole
-  rows, as the step did before);
-* ``..., fast sampling``: the same, each token drawn from the top-p nucleus found among the top
-  256 (``fast_sampling``, also the default since 2026-12-03; ``generation.SampleFromNucleus``);
-* ``..., decoding loop``: the same, sampled by RubriQ's decoding loop (``fast_decoding``) with the
-  completions that ended dropped from its batch (``drop_finished_rows``; ``, all rows to the end``:
-  without); off by default (measured no faster: benchmarks/results/generation.md).
+* ``before``: the sampler as it was (``sampler: generate``: transformers' ``generate`` with the
+  shared-prompt pre-fill, completions ended after their code block, fast sampling);
+* ``after``: ``sampler: static`` (the default now: RubriQ's decoding loop over the static decoder,
+  the GRPO adapter merged into copies every step, shared prompts read once per group, finished
+  groups dropped);
+* ``after, 32 / 64 per step``: the same with 4 / 8 prompts' completions in one decoding batch.
 
 ``--settings NAME [NAME ...]`` runs only those (``before`` always runs first: the baseline).
-
 Each runs ``--steps`` GRPO steps; the table gives the mean step time split into generation /
-reward / update, the completion tokens, and the cost **per completion** and per completion
-token, with the speed-up over ``before``.  It also reports how far bfloat16 log-probabilities
-are from float32 ones on one batch of completions (the policy's own sampled completions).
-Writes benchmarks/results/grpo_step.md.  The model: an SFT warm-start folder (``--model``; by
-default the learning study's, else the quickstart's), so that completions look like training's.
+reward / update, the completion tokens, and the cost **per completion** end to end, with the
+speed-up over ``before``. Writes benchmarks/results/grpo_step.md (``--out``; the runs before it
+are kept below the new table).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -49,32 +37,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-_AFTER = {"precision": "auto", "end_after_code_block": True, "skip": True, "batch": 8, "cpu_logprobs": True}
-_QUIET = {**_AFTER, "sample_without_dropout": True}  # sampling without dropout
-_SHARED = {**_QUIET, "shared_update": True}  # one prompt pass in the update
-_FAST = {**_SHARED, "fast_sampling": True}
-_LOOP = {**_FAST, "fast_decoding": True, "drop_finished_rows": True}
-_DECODE = "after, {} per step, sampling without dropout, one prompt pass in the update, fast sampling, decoding loop"
 SETTINGS = {
-    "before": {"precision": "float32", "end_after_code_block": False, "skip": False, "batch": 8, "cpu_logprobs": False},
-    "after": _AFTER,
-    "after, 16 per step": {**_AFTER, "batch": 16},
-    "after, 16 per step, sampling without dropout": {**_QUIET, "batch": 16},
-    "after, 32 per step, sampling without dropout": {**_QUIET, "batch": 32},
-    "after, 16 per step, sampling without dropout, one prompt pass in the update": {**_SHARED, "batch": 16},
-    "after, 32 per step, sampling without dropout, one prompt pass in the update": {**_SHARED, "batch": 32},
-    "after, 16 per step, sampling without dropout, one prompt pass in the update, fast sampling": {
-        **_FAST,
-        "batch": 16,
-    },
-    "after, 32 per step, sampling without dropout, one prompt pass in the update, fast sampling": {
-        **_FAST,
-        "batch": 32,
-    },
-    _DECODE.format(16) + ", all rows to the end": {**_LOOP, "drop_finished_rows": False, "batch": 16},
-    _DECODE.format(16): {**_LOOP, "batch": 16},
-    _DECODE.format(32): {**_LOOP, "batch": 32},
+    "before": {"sampler": "generate", "batch": 16},
+    "after": {"sampler": "static", "batch": 16},
+    "after, 32 per step": {"sampler": "static", "batch": 32},
+    "after, 64 per step": {"sampler": "static", "batch": 64},
 }
+STUDY = ROOT / "configs" / "studies" / "rewriting_train.yaml"
 
 
 def torch_threads() -> int:
@@ -83,16 +52,24 @@ def torch_threads() -> int:
     return torch.get_num_threads()
 
 
-def _rows(data: str | None) -> list[dict]:
-    from rubriq.config import from_dict
-    from rubriq.data.prompts import PromptSpec, load_split, synthesis_rows
-    from rubriq.training.config import TrainSettings
+def _rows(data: str) -> list[dict]:
+    from rubriq.data.prompts import load_split
 
-    if data:
-        return load_split(data, "train")
-    qs = TrainSettings.from_yaml(ROOT / "configs" / "quickstart_cpu.yaml")
-    spec = {k: v for k, v in qs.data.build.items() if k not in ("held_out", "fractions", "seed")}
-    return synthesis_rows(from_dict(PromptSpec, spec))
+    return load_split(data, "train")
+
+
+def _merged(adapter: str, folder: Path) -> str:
+    """The warm-start adapter merged into its base (as the study merges it), saved in ``folder``."""
+    from peft import PeftModel
+
+    from rubriq.models import adapter_base, load_model, load_tokenizer
+
+    if not (Path(adapter) / "adapter_config.json").is_file():
+        return adapter
+    base = adapter_base(adapter)
+    PeftModel.from_pretrained(load_model(base), adapter).merge_and_unload().save_pretrained(folder)
+    load_tokenizer(base).save_pretrained(folder)
+    return str(folder)
 
 
 def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) -> dict:
@@ -103,11 +80,10 @@ def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) ->
     from rubriq.training.train_rubriq import lora_kwargs
 
     s = SETTINGS[name]
-    qs = TrainSettings.from_yaml(ROOT / "configs" / "quickstart_cpu.yaml")
-    grpo = dict(qs.grpo)
+    study = TrainSettings.from_yaml(STUDY)
+    grpo = study.grpo.to_trl() if hasattr(study.grpo, "to_trl") else dict(study.grpo)
     grpo.update(
         per_device_train_batch_size=s["batch"],
-        num_generations=4,
         output_dir=str(work / name.replace(" ", "_").replace(",", "")),
         max_steps=steps,
         logging_steps=1,
@@ -115,23 +91,15 @@ def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) ->
         report_to=[],
         seed=42,
     )
-    tokenizer = load_tokenizer()
+    tokenizer = load_tokenizer(model_path)
     trainer = build_grpo_trainer(
-        to_policy_precision(load_model(model_path), s["precision"]),
+        to_policy_precision(load_model(model_path), study.model.precision, trained=not study.lora.enabled),
         tokenizer,
         rows,
-        RubricRewards(qs.rubric),
+        RubricRewards(study.rubric),
         grpo_args=grpo,
-        lora=lora_kwargs(qs),
-        shared_prompt_prefill=True,
-        end_after_code_block=s["end_after_code_block"],
-        skip_zero_variance_groups=s["skip"],
-        cpu_logprobs=s.get("cpu_logprobs", True),
-        sample_without_dropout=s.get("sample_without_dropout", False),
-        shared_prompt_update=s.get("shared_update", False),
-        fast_sampling=s.get("fast_sampling", False),
-        fast_decoding=s.get("fast_decoding", False),
-        drop_finished_rows=s.get("drop_finished_rows", False),
+        lora=lora_kwargs(study),
+        generation=dataclasses.replace(study.generation, sampler=s["sampler"]),
     )
     load, cpu = _load_average(), time.process_time()
     trainer.train()
@@ -154,7 +122,7 @@ def run(name: str, model_path: str, rows: list[dict], steps: int, work: Path) ->
         "reward": mean("timing/reward_s"),
         "update": mean("timing/update_s"),
         "tokens": tokens,
-        "skipped": mean("dynamic_sampling/skipped_groups") if s["skip"] else 0.0,
+        "skipped": mean("dynamic_sampling/skipped_groups"),
         "per_completion": step / per_step,
         "per_token_ms": 1000 * step / (per_step * tokens),
         "cpu_per_completion": cpu / max(1, len(logs)) / per_step,
@@ -170,45 +138,20 @@ def _load_average() -> str:
         return "?"
 
 
-def logprob_difference(model_path: str, rows: list[dict], n: int = 8) -> dict:
-    """Max and mean |log p_bf16 - log p_fp32| per completion token on ``n`` sampled completions."""
-    import torch
-
-    from rubriq.evaluation.sampling import generate
-    from rubriq.models import load_model, load_tokenizer
-
-    tokenizer = load_tokenizer()
-    fp32 = load_model(model_path, dtype=torch.float32)  # (without a dtype the checkpoint's own, bf16, is kept)
-    records = generate(
-        fp32, tokenizer, rows[:n], samples=1, max_new_tokens=160, temperature=1.0, seed=3, progress=False
-    )
-    texts = [tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows[:n]]
-    tokenizer.padding_side = "right"
-    full = tokenizer([t + rec.text for t, rec in zip(texts, records, strict=True)], return_tensors="pt", padding=True)
-    starts = [len(tokenizer(t)["input_ids"]) for t in texts]
-
-    def logps(model) -> torch.Tensor:
-        with torch.no_grad():
-            logits = model(**full).logits.float()
-        lp = torch.log_softmax(logits[:, :-1], -1).gather(-1, full["input_ids"][:, 1:, None])[..., 0]
-        return lp
-
-    a, b = logps(fp32), logps(load_model(model_path, dtype=torch.bfloat16))
-    mask = full["attention_mask"][:, 1:].clone()
-    for i, start in enumerate(starts):
-        mask[i, : start - 1] = 0  # completion tokens only
-    diff = (a - b).abs()[mask.bool()]
-    return {"tokens": int(mask.sum()), "max": float(diff.max()), "mean": float(diff.mean())}
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "?"
+    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "?")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=4)
-    learning = ROOT / "runs" / "studies" / "learning"
-    quick = ROOT / "runs" / "quickstart" / "train" / "sft" / "model"
-    default_model = learning / "sft" / "model" if (learning / "sft" / "model").is_dir() else quick
-    parser.add_argument("--model", default=str(default_model))
-    parser.add_argument("--data", default=str(learning / "data") if (learning / "data").is_dir() else None)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--model", default=str(ROOT / "results" / "studies" / "rewriting" / "warm_start"))
+    parser.add_argument("--data", required=True, help="the rewriting study's `rubriq data build` folder")
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), metavar="NAME", help="run only these")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "grpo_step.md"), help="the table's file")
@@ -222,17 +165,19 @@ def main() -> int:
         torch.set_num_threads(args.threads)
 
     rows = _rows(args.data)
+    loads = [_load_average()]
     with tempfile.TemporaryDirectory() as tmp:
+        model = _merged(args.model, Path(tmp) / "warm_start")
         results = []
         for name in names:
-            results.append(run(name, args.model, rows, args.steps, Path(tmp)))
+            results.append(run(name, model, rows, args.steps, Path(tmp)))
             print(f"{name}: {results[-1]}", flush=True)  # progress: a long run shows each setting as it ends
-    lp = logprob_difference(args.model, rows)
     base = results[0]["per_completion"]
     lines = [
-        f"GRPO step on the embedded SmolLM2-135M, model `{args.model}`, data `{args.data or 'quickstart prompts'}`, "
-        f"{args.steps} steps per setting in one run, {torch_threads()} torch threads on {os.cpu_count()} cores "
-        f"(bf16 units: {cpu_bf16_units() or 'none'}); seconds are means over steps; CPU s: this process's CPU "
+        f"GRPO step on the rewriting study's settings (`{STUDY.relative_to(ROOT)}`), model `{args.model}` "
+        f"(merged into its base), data `{args.data}` (train split), {args.steps} steps per setting in one run, "
+        f"{torch_threads()} torch threads on {os.cpu_count()} cores ({cpu_model()}; bf16 units: "
+        f"{cpu_bf16_units() or 'none'}); load average (1/5/15 min) at the start: {loads[0]}; seconds are means over steps; CPU s: this process's CPU "
         "time over the run of a setting per step and completion (on a shared machine it moves less than the "
         "wall time); load: the 1-minute load average before and after each setting.",
         "",
@@ -249,16 +194,13 @@ def main() -> int:
             f"{r['per_token_ms']:.1f} | {base / r['per_completion']:.1f}x | {r['cpu_per_completion']:.2f} | "
             f"{cpu_base / r['cpu_per_completion']:.1f}x | {r['load']} |"
         )
-    lines += [
-        "",
-        f"bfloat16 vs float32 log-probabilities of {lp['tokens']} sampled completion tokens: max |difference| "
-        f"{lp['max']:.3f}, mean {lp['mean']:.4f} nats (the bf16 policy samples and trains with its own "
-        "log-probabilities, so they are consistent with each other; LoRA weights and optimizer state stay float32).",
-        "",
-    ]
-    text = "\n".join(lines)
+    text = "\n".join(lines) + "\n"
     print(text)
-    Path(args.out).write_text(text)
+    out = Path(args.out)
+    earlier = out.read_text() if out.is_file() else ""
+    if earlier:
+        text += "\n## Earlier runs (the quickstart's and the learning study's settings)\n\n" + earlier
+    out.write_text(text)
     return 0
 
 

@@ -95,7 +95,7 @@ def test_calls_decode_does_not_do_are_left_to_generate(kwargs):
         return
     with torch.no_grad():
         reference = model.generate(input_ids=ids, attention_mask=mask, **base)
-        ours = generate_with_options(model, fast_decoding=True)(input_ids=ids, attention_mask=mask, **base)
+        ours = generate_with_options(model, sampler="loop")(input_ids=ids, attention_mask=mask, **base)
     assert torch.equal(ours, reference)
 
 
@@ -219,11 +219,12 @@ def test_decodes_log_probabilities_equal_the_whole_row_forward():
     assert bool(after_block.any()) and bool((completions[after_block & keep] == eos[0]).all())
 
 
-def test_grpo_samples_through_the_decoding_loop_when_asked_and_not_by_default(tmp_path, monkeypatch):
-    """One GRPO step of the tiny model: with ``fast_decoding`` on every completion batch is decoded
-    by ``decode``; with the defaults (off: it measured no faster than transformers' generate with
-    fast sampling, benchmarks/results/generation.md) and with the learning study's settings
-    (configs/studies/learning_train.yaml) it is transformers' generate."""
+def test_grpo_samples_through_the_decoding_loop_by_default_and_studies_through_generate(tmp_path, monkeypatch):
+    """One GRPO step of the tiny model: with the default sampler (``static``) and with ``loop``
+    every completion batch is decoded by ``decode``; with the learning and convergence studies'
+    settings (``fast_decoding: false`` read as ``sampler: generate``) it is transformers' generate."""
+    import dataclasses
+
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
     import rubriq.models.generation as generation
     from rubriq.data.prompts import PromptSpec, synthesis_rows
@@ -236,15 +237,14 @@ def test_grpo_samples_through_the_decoding_loop_when_asked_and_not_by_default(tm
     )
     calls = []
     real = generation.decode
-    monkeypatch.setattr(generation, "decode", lambda *a, **k: calls.append(a[1].shape) or real(*a, **k))
+    monkeypatch.setattr(generation, "decode", lambda *a, **k: calls.append(k.get("static")) or real(*a, **k))
     tokenizer = load_tokenizer("embedded")
-    flags = ("fast_decoding", "drop_finished_rows", "fast_sampling", "shared_prompt_update")
     for config in ("learning_train.yaml", "convergence_train.yaml"):
-        study = TrainSettings.from_yaml(f"configs/studies/{config}")
-        assert not any(getattr(study, f) for f in flags), config
-    defaults = TrainSettings()
-    on = {**{f: getattr(defaults, f) for f in flags}, "fast_decoding": True}
-    for settings in (on, {f: getattr(defaults, f) for f in flags}, {f: getattr(study, f) for f in flags}):
+        study = TrainSettings.from_yaml(f"configs/studies/{config}").generation
+        assert study.sampler == "generate" and not study.fast_sampling and not study.drop_finished_rows, config
+    defaults = TrainSettings().generation
+    assert defaults.sampler == "static" and defaults.drop_finished_rows and defaults.fast_sampling
+    for flags in (defaults, dataclasses.replace(defaults, sampler="loop"), study):
         calls.clear()
         trainer = build_grpo_trainer(
             tiny_model(tokenizer),
@@ -261,12 +261,12 @@ def test_grpo_samples_through_the_decoding_loop_when_asked_and_not_by_default(tm
                 **CPU,
             ),
             lora=dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
-            **settings,
+            generation=flags,
         )
         trainer.train()
         assert trainer.state.log_history[0]["completions/mean_length"] > 0
-        assert len(calls) == (1 if settings["fast_decoding"] else 0), settings
-    assert not defaults.fast_decoding and defaults.drop_finished_rows and defaults.fast_sampling
+        expected = {"static": [True], "loop": [False], "generate": []}[flags.sampler]
+        assert calls == expected, flags
 
 
 def test_evaluation_sampler_fast_decoding_gives_the_same_greedy_completions(tmp_path, monkeypatch):
@@ -285,10 +285,10 @@ def test_evaluation_sampler_fast_decoding_gives_the_same_greedy_completions(tmp_
     real = generation.decode
     monkeypatch.setattr(generation, "decode", lambda *a, **k: calls.append(1) or real(*a, **k))
     common = {"max_new_tokens": 6, "batch_size": 4, "progress": False}
-    plain = generate(model, tokenizer, rows, **common)
+    plain = generate(model, tokenizer, rows, sampler="generate", **common)
     assert not calls
-    fast = generate(model, tokenizer, rows, fast_decoding=True, **common)
+    fast = generate(model, tokenizer, rows, sampler="static", **common)
     assert calls and [r.text for r in fast] == [r.text for r in plain]
-    sampled = generate(model, tokenizer, rows, samples=3, temperature=0.8, fast_decoding=True, **common)
+    sampled = generate(model, tokenizer, rows, samples=3, temperature=0.8, sampler="loop", **common)
     assert len(sampled) == 3 * len(rows) and [r.sample for r in sampled[:3]] == [0, 1, 2]
     assert not getattr(model.generate, "_rubriq_prefix", False)  # the model itself was left as it was

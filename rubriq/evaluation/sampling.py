@@ -32,7 +32,7 @@ def generate(
     progress: bool = True,
     description: str = "sampling",
     on_batch=None,
-    fast_decoding: bool = False,
+    sampler: str = "static",
     **fields: Any,
 ) -> list[Record]:
     """``spec.samples`` completions per row as ``spec`` says (:class:`SamplingSpec`: greedy when
@@ -42,15 +42,14 @@ def generate(
     progress (``rubriq.progress``) advances with every generated token, so it moves within a
     batch; without a terminal it logs a line per batch.
 
-    With ``fast_decoding``, each batch is decoded by RubriQ's own loop
-    (:func:`rubriq.models.generation.decode`: each distinct prompt pre-filled once, finished
-    rows dropped from the batch, tokens drawn from the top-p nucleus by the Gumbel-max trick)
-    wherever it does what ``model.generate`` would (plain sampling or greedy decoding of a
-    full-attention causal LM), and by ``model.generate`` otherwise: greedy completions are the
-    same tokens, sampled ones have the same distribution but other random draws (so it is off by
-    default: the committed studies' evaluations are reruns of ``model.generate``). A
-    ``model.generate`` installed by ``install_prefix_generate`` keeps its other options (ending
-    completions after their code block)."""
+    ``sampler`` chooses the path (``rubriq.models.generation.GenerationFlags.sampler``): ``static``
+    (default; RubriQ's decoding loop over the static decoder: the adapter merged into copies,
+    static cache, shared prompts read once; the model's forward where the architecture is not
+    Llama-like), ``loop`` (the loop over the model's forward) or ``generate`` (``model.generate``).
+    Greedy completions are the same tokens on every path (up to rounding ties); sampled ones have
+    the same distribution but other random draws. A ``model.generate`` installed by
+    ``install_prefix_generate`` keeps its other options (ending completions after their code
+    block)."""
     import torch
     from transformers import LogitsProcessor, LogitsProcessorList
 
@@ -86,7 +85,7 @@ def generate(
             return scores
 
     sample_batch = (
-        generate_with_options(model, fast_sampling=True, fast_decoding=True) if fast_decoding else model.generate
+        model.generate if sampler == "generate" else generate_with_options(model, fast_sampling=True, sampler=sampler)
     )
     try:
         with (

@@ -112,7 +112,7 @@ class Evaluator:
 
     def __init__(self, study, settings, tokenizer, rows: list[dict], split: str = "test") -> None:
         self.study, self.tokenizer, self.rows, self.split = study, tokenizer, rows, split
-        self.end_after_code_block = settings.end_after_code_block
+        self.end_after_code_block = settings.generation.end_after_code_block
         self.t_pyzx = {r["id"]: int(r["t_pyzx"]) for r in rows if r.get("t_pyzx") is not None}
         self.rubric: RubricConfig = settings.rubric
         self.eps = 1 - settings.rubric.fidelity.correct_threshold
@@ -122,9 +122,10 @@ class Evaluator:
         import torch
 
         from rubriq.evaluation.sampling import generate, save_records, score
-        from rubriq.models.generation import install_prefix_generate
+        from rubriq.models.generation import GenerationFlags, install_prefix_generate
 
-        install_prefix_generate(model, self.tokenizer, self.end_after_code_block)  # idempotent
+        flags = GenerationFlags.of_generate(self.end_after_code_block)
+        install_prefix_generate(model, self.tokenizer, flags)  # idempotent
         state, training = torch.random.get_rng_state(), model.training
         start = time.perf_counter()
         try:

@@ -72,9 +72,11 @@ def pilot(study, settings, warm, rows: list[dict]) -> dict:
     from rubriq.evaluation.sampling import generate
     from rubriq.evaluator.batch import BatchScorer
     from rubriq.evaluator.result import is_correct
-    from rubriq.models.generation import install_prefix_generate
+    from rubriq.models.generation import GenerationFlags, install_prefix_generate
 
-    model = install_prefix_generate(warm.load(), warm.tokenizer, settings.end_after_code_block)
+    model = install_prefix_generate(
+        warm.load(), warm.tokenizer, GenerationFlags.of_generate(settings.generation.end_after_code_block)
+    )
     records = generate(
         model,
         warm.tokenizer,

@@ -163,9 +163,10 @@ class CurveEvaluator:
         import torch
 
         from rubriq.evaluation.sampling import generate, save_records, score
-        from rubriq.models.generation import install_prefix_generate
+        from rubriq.models.generation import GenerationFlags, install_prefix_generate
 
-        install_prefix_generate(model, self.tokenizer, self.settings.end_after_code_block)
+        flags = GenerationFlags.of_generate(self.settings.generation.end_after_code_block)
+        install_prefix_generate(model, self.tokenizer, flags)
         rows_out = []
         state, training = torch.random.get_rng_state(), model.training
         try:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_with_base
 from rubriq.evaluation.settings import EvalSettings  # noqa: F401 (the evaluation section of TrainSettings)
+from rubriq.models.generation import GenerationFlags
 from rubriq.models.sampling import SamplingSpec, give_spec, sampling_field, take_spec
 
 
@@ -294,42 +295,9 @@ class TrainSettings:
     evaluation: EvalSettings = field(default_factory=EvalSettings)
     grpo: GRPOSettings = field(default_factory=GRPOSettings)
     """TRL's GRPOConfig fields (learning_rate, num_generations, temperature, ...)."""
-    shared_prompt_prefill: bool = True
-    """GRPO without vLLM: pre-fill each prompt once for its N completions (same tokens, less
-    time; rubriq/models/generation.py)."""
-    end_after_code_block: bool = True
-    """GRPO without vLLM: end each completion after its fenced code block (no tokens spent on
-    prose after the circuit; rubriq/models/generation.py)."""
-    skip_zero_variance_groups: bool = True
-    """GRPO: leave groups whose rewards are all equal out of the loss (DAPO's dynamic sampling
-    without resampling; logged as dynamic_sampling/skipped_groups)."""
-    cpu_logprobs: bool = True
-    """GRPO on a CPU: the policy's log-probabilities from one float32 LM-head product per
-    micro-batch instead of TRL's chunked kernel, which is slow without Triton (same values;
-    rubriq/training/grpo.py, tests/test_grpo_step.py)."""
-    sample_without_dropout: bool = False
-    """GRPO without vLLM: sample completions with the adapter's dropout off (eval mode, as vLLM
-    samples); the update keeps it. Applies with shared_prompt_prefill (the same wrapper of
-    generate; rubriq/models/generation.py)."""
-    shared_prompt_update: bool = True
-    """GRPO with cpu_logprobs: in the update, run each distinct prompt of a micro-batch through
-    the decoder once and its N completions from its key/value cache, instead of N copies of
-    prompt + completion (same values up to rounding, fewer tokens; rubriq/training/grpo.py)."""
-    fast_sampling: bool = True
-    """GRPO with shared_prompt_prefill: draw each token from the top-p nucleus found among the
-    256 most likely tokens (Gumbel-max) instead of transformers' full sort and multinomial: the
-    same distribution, other random draws (rubriq/models/generation.py)."""
-    fast_decoding: bool = False
-    """Off by default: measured no faster than transformers' generate with fast_sampling on 2
-    cores (benchmarks/results/generation.md, grpo_step.md). GRPO with shared_prompt_prefill:
-    sample with RubriQ's decoding loop (the model's forward
-    called step by step, keys and values written in place, no per-step work of transformers'
-    generate) wherever it can do what generate would (plain temperature / top-k / top-p sampling
-    or greedy decoding of a full-attention causal LM; generate otherwise). The same tokens when
-    greedy; the same distribution when sampling (rubriq/models/generation.py)."""
-    drop_finished_rows: bool = True
-    """With fast_decoding: completions that ended leave the decoding batch, so the rest decode in
-    a smaller batch (the random draws of the rows that stay differ from a full batch's)."""
+    generation: GenerationFlags = field(default_factory=GenerationFlags)
+    """The GRPO step's generation flags and its sampler, one group (rubriq/models/generation.py);
+    the old top-level keys (shared_prompt_prefill, ..., fast_decoding) are read into it."""
     ppo: PPOSettings = field(default_factory=PPOSettings)
     """Used when algorithm is ppo."""
 
@@ -339,7 +307,7 @@ class TrainSettings:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainSettings:
-        data = dict(data)
+        data = _generation_group(dict(data))
         grpo = GRPOSettings.from_dict(_section(data.pop("grpo", None), "grpo"))
         ppo = PPOSettings.from_dict(_section(data.pop("ppo", None), "ppo"))
         settings = from_dict(cls, data)
@@ -373,6 +341,23 @@ class TrainSettings:
             return from_dict(LoraSettings, merged)
         except ConfigError as exc:
             raise ConfigError(f"sft.adapter: {exc}") from None
+
+
+def _generation_group(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the generation flags written at the top level (the layout before the
+    ``generation:`` group) moved into it; ``fast_decoding`` becomes ``sampler`` (true: loop,
+    false: generate)."""
+    names = {f.name for f in dataclasses.fields(GenerationFlags)}
+    flat = {k: data.pop(k) for k in list(data) if k in names or k == "fast_decoding"}
+    if not flat:
+        return data
+    group = dict(data.get("generation") or {})
+    if "fast_decoding" in flat:
+        fast = flat.pop("fast_decoding")
+        if "sampler" not in flat and "sampler" not in group:
+            flat["sampler"] = "loop" if fast else "generate"
+    data["generation"] = {**flat, **group}
+    return data
 
 
 def _section(value: Any, name: str) -> dict[str, Any]:

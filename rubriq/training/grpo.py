@@ -15,7 +15,7 @@ chunked kernel (:func:`completion_logps_and_entropy`; it halved the update in
 benchmarks/bench_grpo_step.py), running each distinct prompt of a micro-batch through the decoder
 once and its completions from its key/value cache (``shared_prompt_update``); without vLLM, it
 pre-fills each prompt once for its N completions, ends each completion after its code block and
-samples with its own decoding loop (``generation.py``); and it drops groups whose rewards are all equal from the update (DAPO's
+samples with the sampler its :class:`GenerationFlags` name (``generation.py``); and it drops groups whose rewards are all equal from the update (DAPO's
 dynamic sampling, without the resampling: such a group has zero advantage, so it adds no
 gradient, only compute and tokens to the loss's normalizer), logged as
 ``dynamic_sampling/skipped_groups`` (the fraction of groups dropped) next to TRL's
@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rubriq.models.generation import install_prefix_generate
+from rubriq.models.generation import GenerationFlags, install_prefix_generate
 from rubriq.reward import RubricRewards
 from rubriq.training.callbacks import quiet_progress
 
@@ -162,34 +162,15 @@ def _trainer_class():
         It overrides TRL's ``_generate`` and ``log`` (private in TRL 1.x): if a TRL release
         renames them, only these timing metrics are lost, training is unchanged."""
 
-        def __init__(
-            self,
-            *args,
-            shared_prompt_prefill: bool = True,
-            end_after_code_block: bool = True,
-            skip_zero_variance_groups: bool = True,
-            cpu_logprobs: bool = True,
-            sample_without_dropout: bool = False,
-            shared_prompt_update: bool = True,
-            fast_sampling: bool = True,
-            fast_decoding: bool = False,
-            drop_finished_rows: bool = True,
-            **kwargs,
-        ):
+        def __init__(self, *args, generation: GenerationFlags | None = None, **kwargs):
             super().__init__(*args, **kwargs)
-            self.skip_zero_variance_groups = skip_zero_variance_groups
-            self.cpu_logprobs = cpu_logprobs
-            self.shared_prompt_update = shared_prompt_update
-            if shared_prompt_prefill and not getattr(self.args, "use_vllm", False):
-                install_prefix_generate(
-                    self.model,
-                    self.processing_class,
-                    end_after_code_block,
-                    sample_without_dropout,
-                    fast_sampling,
-                    fast_decoding,
-                    drop_finished_rows,
-                )
+            flags = generation or GenerationFlags()
+            self.generation_flags = flags
+            self.skip_zero_variance_groups = flags.skip_zero_variance_groups
+            self.cpu_logprobs = flags.cpu_logprobs
+            self.shared_prompt_update = flags.shared_prompt_update
+            if flags.shared_prompt_prefill and not getattr(self.args, "use_vllm", False):
+                install_prefix_generate(self.model, self.processing_class, flags)
 
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
@@ -308,28 +289,12 @@ def build_grpo_trainer(
     reward_funcs=None,
     reward_weights=None,
     callbacks: list | None = None,
-    shared_prompt_prefill: bool = True,
-    end_after_code_block: bool = True,
-    skip_zero_variance_groups: bool = True,
-    cpu_logprobs: bool = True,
-    sample_without_dropout: bool = False,
-    shared_prompt_update: bool = True,
-    fast_sampling: bool = True,
-    fast_decoding: bool = False,
-    drop_finished_rows: bool = True,
+    generation: GenerationFlags | None = None,
 ):
     """A GRPO trainer on ``rows`` with the rubric rewards (or ``reward_funcs``, e.g. a sparse
     reward) and, when ``lora`` is given, a PEFT LoRA adapter (keys of ``peft.LoraConfig``).
-    ``shared_prompt_prefill``: pre-fill each prompt once per group; ``end_after_code_block``:
-    end completions after their code block (``generation.py``); ``skip_zero_variance_groups``:
-    drop all-equal groups from the loss (module docstring); ``cpu_logprobs``: on a CPU, compute
-    the policy's log-probabilities with :func:`completion_logps_and_entropy` (False: TRL's kernel);
-    ``sample_without_dropout``: sample in eval mode (``generation.py``); ``shared_prompt_update``:
-    with ``cpu_logprobs``, run each distinct prompt of a micro-batch through the decoder once in
-    the update (:func:`completion_logps_and_entropy`); ``fast_sampling``: draw tokens from the
-    top-p nucleus found among the top 256 (``generation.SampleFromNucleus``); ``fast_decoding``:
-    sample with RubriQ's decoding loop instead of ``generate`` (``generation.decode``), and with
-    ``drop_finished_rows`` drop the completions that ended from its batch."""
+    ``generation``: the generation flags and sampler (:class:`GenerationFlags`; None: its
+    defaults), handed to the sampler as one object."""
     from peft import LoraConfig
     from trl import GRPOConfig
 
@@ -348,15 +313,7 @@ def build_grpo_trainer(
         processing_class=tokenizer,
         peft_config=peft_config,
         callbacks=callbacks,
-        shared_prompt_prefill=shared_prompt_prefill,
-        end_after_code_block=end_after_code_block,
-        skip_zero_variance_groups=skip_zero_variance_groups,
-        cpu_logprobs=cpu_logprobs,
-        sample_without_dropout=sample_without_dropout,
-        shared_prompt_update=shared_prompt_update,
-        fast_sampling=fast_sampling,
-        fast_decoding=fast_decoding,
-        drop_finished_rows=drop_finished_rows,
+        generation=generation,
     )
     quiet_progress(trainer)
     return trainer

@@ -219,15 +219,7 @@ def build(
         grpo_args=grpo,
         lora=lora_kwargs(settings),
         reward_funcs=funcs,
-        shared_prompt_prefill=settings.shared_prompt_prefill,
-        end_after_code_block=settings.end_after_code_block,
-        skip_zero_variance_groups=settings.skip_zero_variance_groups,
-        cpu_logprobs=settings.cpu_logprobs,
-        sample_without_dropout=settings.sample_without_dropout,
-        shared_prompt_update=settings.shared_prompt_update,
-        fast_sampling=settings.fast_sampling,
-        fast_decoding=settings.fast_decoding,
-        drop_finished_rows=settings.drop_finished_rows,
+        generation=settings.generation,
         callbacks=trainer_callbacks(output_dir, settings.early_stopping, phase="grpo") + list(callbacks or ()),
     )
     trainer.rubriq_rewards = rewards
