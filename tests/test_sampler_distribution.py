@@ -65,18 +65,32 @@ def _plan(**changes):
     return DecodePlan(**{"max_new_tokens": 12, "eos_token_ids": (2,), "pad_token_id": 0, **changes})
 
 
+EOS = tuple(range(2, 96, 7))
+"""Many end-of-sequence ids, so that rows end at different steps (finished rows leave the step)."""
+
+
 @pytest.mark.parametrize("bias", [False, True])
 def test_static_greedy_tokens_equal_transformers_generate(bias):
     from rubriq.models.decoding import decode
 
     model = _tiny(bias=bias).eval()
-    ids, mask = _batch()
+    ids, mask = _batch(groups=4, size=1)  # greedy: one row per prompt
+    ids, mask = torch.cat([ids, ids.flip(1)]), torch.cat([mask, mask.flip(1).sort(1).values])
+    ids = ids * mask
     with torch.no_grad():
         reference = model.generate(
-            input_ids=ids, attention_mask=mask, max_new_tokens=12, do_sample=False, pad_token_id=0, eos_token_id=2
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=12,
+            do_sample=False,
+            pad_token_id=0,
+            eos_token_id=list(EOS),
         )
+        ended = torch.isin(reference[:, ids.shape[1] :], torch.tensor(EOS)).any(1)
+        assert bool(ended.any()) and not bool(ended.all())  # rows end at different steps
         for drop in (True, False):
-            ours = decode(model, ids, mask, _plan(do_sample=False), drop_finished_rows=drop, static=True)
+            plan = _plan(do_sample=False, eos_token_ids=EOS)
+            ours = decode(model, ids, mask, plan, drop_finished_rows=drop, static=True)
             assert torch.equal(ours, reference[:, : ours.shape[1]]), drop
             assert ours.shape[1] == reference.shape[1] or bool((reference[:, ours.shape[1] :] == 0).all())
 
@@ -88,15 +102,18 @@ def test_static_logprobs_equal_the_training_forward():
     model = _tiny().eval()
     ids, mask = _batch()
     torch.manual_seed(0)
-    plan = _plan(temperature=0.8, top_p=0.9)
+    plan = _plan(temperature=0.8, top_p=0.9, eos_token_ids=EOS)
     sequences, logps = decode(model, ids, mask, plan, static=True, return_logprobs=True)
     new = sequences.shape[1] - ids.shape[1]
     full_mask = torch.cat([mask, torch.ones((ids.shape[0], new), dtype=torch.long)], dim=1)
     with torch.no_grad():
         reference, _ = completion_logps_and_entropy(model, sequences, full_mask, new, temperature=0.8)
     completion = sequences[:, ids.shape[1] :]
-    ended = torch.cumsum(completion == 2, dim=1) - (completion == 2).long() > 0  # after each row's eos
+    is_eos = torch.isin(completion, torch.tensor(EOS))
+    ended = torch.cumsum(is_eos, dim=1) - is_eos.long() > 0  # after each row's eos
+    assert bool(ended.any()) and not bool(ended[:, -1].all())  # some rows ended early, not all
     assert torch.allclose(logps[~ended], reference[~ended], atol=1e-4)
+    assert bool((logps[ended] == 0).all())
 
 
 def test_static_sampled_frequencies_match_the_exact_probabilities():

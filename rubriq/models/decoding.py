@@ -29,7 +29,10 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rubriq.models.sampling import SamplingSpec
 
 log = logging.getLogger(__name__)
 
@@ -228,14 +231,16 @@ def causal_lm(model: Any):
     return lm
 
 
-def decode_plan(model: Any, input_ids, kwargs: dict) -> DecodePlan | None:
+def decode_plan(model: Any, input_ids, kwargs: dict, spec: SamplingSpec | None = None) -> DecodePlan | None:
     """The :class:`DecodePlan` of ``generate(input_ids=input_ids, **kwargs)``, or None when the call
     asks for anything :func:`decode` does not do the way ``generate`` does: beams, assisted or
     contrastive decoding, logits processors other than temperature / top-k / top-p (a repetition
     penalty, a minimum length, ...), stop strings or a time limit, returned scores or caches,
     extra model inputs, or a model :func:`causal_lm` cannot run. The generation config is resolved
     by transformers itself (the model's defaults, then the call's), so the plan samples what
-    ``generate`` would."""
+    ``generate`` would. With ``spec`` (the :class:`~rubriq.models.sampling.SamplingSpec` the call's
+    keywords come from), the plan's temperature, top-k and top-p are the spec's (top-k unset: the
+    resolved generation config's), not read back from transformers' warpers."""
     import copy
 
     from transformers import LogitsProcessorList
@@ -283,6 +288,11 @@ def decode_plan(model: Any, input_ids, kwargs: dict) -> DecodePlan | None:
             top_p = float(processor.top_p)
         else:
             return None
+    if spec is not None and bool(config.do_sample) != (not spec.greedy):
+        return None  # the keywords are not the spec's
+    if spec is not None and not spec.greedy:
+        temperature, top_p = spec.temperature, spec.top_p
+        top_k = spec.top_k if spec.top_k is not None else int(config.top_k or 0)
     eos = config.eos_token_id
     eos_ids = tuple(int(e) for e in (eos if isinstance(eos, (list, tuple)) else [] if eos is None else [eos]))
     pad = config.pad_token_id if config.pad_token_id is not None else (eos_ids[0] if eos_ids else None)
@@ -540,8 +550,9 @@ def _decode_static(
     """:func:`_decode_forward`'s loop over a :class:`~rubriq.models.static_decoding.StaticDecoder`
     built from the model's current weights (the adapter merged into copies; the model is not
     modified). Each distinct prompt is one group of equal consecutive rows (:func:`_groups`;
-    groups of one row when they are not equal); with ``drop_finished_rows``, groups whose rows
-    have all ended leave the batch once at least 1/8 of the rows have."""
+    groups of one row when they are not equal); with ``drop_finished_rows``, rows that ended stop
+    running through the projections and the MLP (the step's matrix products: most of its time),
+    and groups whose rows have all ended leave the batch once at least 1/8 of the rows have."""
     import torch
 
     from rubriq.models.static_decoding import StaticDecoder
@@ -562,21 +573,28 @@ def _decode_static(
             logits = decoder.prefill(input_ids, mask, size, plan.max_new_tokens)
         finally:
             model.train(training)
-        rows = torch.arange(batch, device=device)
+        rows = torch.arange(batch, device=device)  # the row of input_ids each batch position holds
         fences = torch.zeros(batch, dtype=torch.long, device=device)
         finished = torch.zeros(batch, dtype=torch.bool, device=device)
         generated = torch.full((batch, plan.max_new_tokens), plan.pad_token_id, dtype=torch.long, device=device)
         logps = torch.zeros(generated.shape, dtype=torch.float32, device=device) if return_logprobs else None
+        active = None  # the batch positions still decoding (None: all)
         steps = 0
         for step in range(plan.max_new_tokens):
-            scores, tokens = _next_tokens(plan, sampler, logits)
+            scores, drawn = _next_tokens(plan, sampler, logits)  # for the active rows
+            if active is None:
+                tokens = drawn
+            else:
+                tokens = torch.full_like(rows, plan.pad_token_id).index_copy_(0, active, drawn)
             if end is not None:
                 tokens = torch.where(fences >= 2, end.eos_token_id, tokens)
             tokens = torch.where(finished, plan.pad_token_id, tokens)
             generated[rows, step] = tokens
             if logps is not None:
-                chosen = scores.log_softmax(-1).gather(-1, tokens[:, None])[:, 0]
-                logps[rows, step] = torch.where(finished, 0.0, chosen)
+                mine = tokens if active is None else tokens[active]
+                where = rows if active is None else rows[active]
+                chosen = scores.log_softmax(-1).gather(-1, mine[:, None])[:, 0]
+                logps[where, step] = torch.where(finished, 0.0, chosen) if active is None else chosen
             steps = step + 1
             if fence_ids is not None:
                 fences += torch.isin(tokens, fence_ids)
@@ -584,12 +602,12 @@ def _decode_static(
             done = int(finished.sum())
             if done == finished.numel() or steps == plan.max_new_tokens:
                 break
-            if drop_finished_rows and done >= max(1, finished.numel() // COMPACT_FRACTION):
+            if drop_finished_rows and done:
                 groups = ~finished.view(-1, decoder.group).all(dim=1)
-                if not bool(groups.all()):
-                    keep_groups = groups.nonzero()[:, 0]
-                    keep = decoder.keep_groups(keep_groups)
+                if not bool(groups.all()) and done >= max(1, finished.numel() // COMPACT_FRACTION):
+                    keep = decoder.keep_groups(groups.nonzero()[:, 0])
                     rows, fences, finished, tokens = (x[keep] for x in (rows, fences, finished, tokens))
-            logits = decoder.step(tokens, step)
+                active = (~finished).nonzero()[:, 0]
+            logits = decoder.step(tokens if active is None else tokens[active], step, active)
     sequences = torch.cat([input_ids, generated[:, :steps]], dim=1)
     return (sequences, logps[:, :steps]) if logps is not None else sequences

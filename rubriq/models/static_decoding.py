@@ -222,9 +222,11 @@ class StaticDecoder:
         self.values = [torch.zeros(shape, dtype=dtype) for _ in self.layers]
         return out.logits[:, -1].float().repeat_interleave(group, dim=0)
 
-    def step(self, tokens, t: int):
-        """Logits (float32, ``(batch, vocab)``) after feeding ``tokens`` (one per row) as the
-        ``t``-th completion token (0-based) of every row."""
+    def step(self, tokens, t: int, active=None):
+        """Logits (float32, ``(rows, vocab)``) after feeding ``tokens`` as the ``t``-th completion
+        token (0-based) of the batch rows ``active`` (a sorted index tensor; None: every row), one
+        token per active row. The projections and the MLP run on the active rows only; attention
+        keeps the group layout (a finished row's query is zero there, its output dropped)."""
         import torch
         import torch.nn.functional as F
         from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
@@ -232,21 +234,29 @@ class StaticDecoder:
         b, p, n = self.batch, self.prompts, self.group
         h, kv, d = self.heads, self.kv_heads, self.head_dim
         g = h // kv
-        x = F.embedding(tokens, self.embed)[:, None]  # (b, 1, hidden)
-        positions = (self.lengths + t)[:, None]
-        cos, sin = self.rotary(x, positions)
+        if active is not None and active.numel() == b:
+            active = None
+        a = b if active is None else active.numel()
+        x = F.embedding(tokens, self.embed)[:, None]  # (a, 1, hidden)
+        lengths = self.lengths if active is None else self.lengths[active]
+        cos, sin = self.rotary(x, (lengths + t)[:, None])
         for i, layer in enumerate(self.layers):
             hidden = layer.norm1(x)
             qkv = F.linear(hidden, layer.qkv, layer.qkv_bias)
-            q = qkv[..., : h * d].view(b, 1, h, d).transpose(1, 2)
-            k = qkv[..., h * d : (h + kv) * d].view(b, 1, kv, d).transpose(1, 2)
-            v = qkv[..., (h + kv) * d :].view(b, 1, kv, d).transpose(1, 2)
+            q = qkv[..., : h * d].view(a, 1, h, d).transpose(1, 2)
+            k = qkv[..., h * d : (h + kv) * d].view(a, 1, kv, d).transpose(1, 2)
+            v = qkv[..., (h + kv) * d :].view(a, 1, kv, d).transpose(1, 2)
             q, k = apply_rotary_pos_emb(q, k, cos, sin)
             keys, values = self.keys[i], self.values[i]
-            keys[:, :, t] = k[:, :, 0]
-            values[:, :, t] = v[:, :, 0]
-            # queries grouped by key/value head: (b, kv, g, d)
-            q = q[:, :, 0].reshape(b, kv, g, d)
+            # queries grouped by key/value head: (b, kv, g, d), zero for rows not running
+            if active is None:
+                keys[:, :, t] = k[:, :, 0]
+                values[:, :, t] = v[:, :, 0]
+                q = q[:, :, 0].reshape(b, kv, g, d)
+            else:
+                keys[active, :, t] = k[:, :, 0]
+                values[active, :, t] = v[:, :, 0]
+                q = q.new_zeros((b, kv, g, d)).index_copy_(0, active, q[:, :, 0].reshape(a, kv, g, d))
             # prompt part, once per distinct prompt: (p, kv, n * g, prompt)
             qp = q.view(p, n, kv, g, d).transpose(1, 2).reshape(p, kv, n * g, d)
             sp = torch.matmul(qp, self.prompt_keys[i].transpose(-1, -2)).float() * self.scale + self.prompt_bias
@@ -257,7 +267,9 @@ class StaticDecoder:
             pp = probs[..., :width].reshape(p, n, kv, g, width).transpose(1, 2).reshape(p, kv, n * g, width)
             out = torch.matmul(pp, self.prompt_values[i]).view(p, kv, n, g, d).transpose(1, 2).reshape(b, kv, g, d)
             out = out + torch.matmul(probs[..., width:], values[:, :, : t + 1])
-            x = x + F.linear(out.reshape(b, 1, h * d), layer.o)
+            if active is not None:
+                out = out[active]
+            x = x + F.linear(out.reshape(a, 1, h * d), layer.o)
             hidden = layer.norm2(x)
             gate, up = F.linear(hidden, layer.gate_up).chunk(2, dim=-1)
             x = x + F.linear(F.silu(gate) * up, layer.down)
