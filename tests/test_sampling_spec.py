@@ -115,3 +115,40 @@ def test_the_study_temperature_is_the_training_one_unless_the_study_says_otherwi
     assert spec.samples == 8 and spec.top_k is None
     own = held_out_sampling(study.sampling.replace(temperature=0.5), train)
     assert own.temperature == 0.5 and own.top_p == 1.0
+
+
+def test_the_samplers_take_the_spec_as_it_is_not_read_back_from_the_warpers():
+    """Handed the spec, decode_plan's temperature, top-k and top-p are the spec's (top-k unset:
+    the resolved generation config's), the same plan transformers' own warpers describe; keywords
+    that are not the spec's (greedy against a sampling spec) are left to generate."""
+    import torch
+    import transformers
+
+    from rubriq.models.decoding import decode_plan
+
+    config = transformers.LlamaConfig(
+        vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).eval()
+    ids = torch.randint(1, 50, (2, 5))
+    for spec in (
+        SamplingSpec(temperature=0.7, top_p=0.9, max_new_tokens=4),
+        SamplingSpec(temperature=1.3, top_p=1.0, top_k=7, max_new_tokens=4),
+        SamplingSpec(max_new_tokens=4),
+    ):
+        kwargs = {**spec.generate_kwargs(), "pad_token_id": 0}
+        given, read_back = decode_plan(model, ids, kwargs, spec), decode_plan(model, ids, kwargs)
+        assert given is not None and read_back is not None
+        assert (given.temperature, given.top_k, given.top_p) == (
+            read_back.temperature,
+            read_back.top_k,
+            read_back.top_p,
+        )
+        if not spec.greedy:
+            assert (given.temperature, given.top_p) == (spec.temperature, spec.top_p)
+    sampled = SamplingSpec(temperature=0.7, max_new_tokens=4)
+    assert (
+        decode_plan(model, ids, {**SamplingSpec(max_new_tokens=4).generate_kwargs(), "pad_token_id": 0}, sampled)
+        is None
+    )

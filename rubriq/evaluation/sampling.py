@@ -101,7 +101,9 @@ def generate(
                     "pad_token_id": tokenizer.pad_token_id,
                     "logits_processor": LogitsProcessorList([TokenTick(bar, 0.999 * len(chunk) / max_new_tokens)]),
                 }
-                out = sample_batch(**enc, **kwargs)
+                # RubriQ's samplers get the spec itself (their plan's temperature, top-k, top-p)
+                spec_kw = {} if sampler == "generate" else {"sampling": spec}
+                out = sample_batch(**enc, **kwargs, **spec_kw)
                 decoded = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
                 for (row, k), text in zip(chunk, decoded, strict=True):
                     records.append(

@@ -179,7 +179,9 @@ class GenerateOptions:
 def prefix_generate(generate, model: Any, input_ids=None, attention_mask=None, **kwargs):
     """``generate(input_ids, attention_mask, **kwargs)`` with each distinct prompt pre-filled once,
     and the :class:`GenerateOptions` that :func:`install_prefix_generate` gave ``generate`` (none
-    for a plain ``generate``)."""
+    for a plain ``generate``). ``sampling`` (a :class:`~rubriq.models.sampling.SamplingSpec`, not
+    passed on to ``generate``): the sampling the call's keywords say, handed to the ``loop`` and
+    ``static`` samplers as it is (:func:`decode_plan`)."""
     import torch
     from transformers import DynamicCache, LogitsProcessorList
 
@@ -190,13 +192,14 @@ def prefix_generate(generate, model: Any, input_ids=None, attention_mask=None, *
             return prefix_generate(generate, model, input_ids, attention_mask, **kwargs)
         finally:
             model.train()
+    spec = kwargs.pop("sampling", None)
     if options.end_after_block is not None and input_ids is not None:
         fence_ids, eos = options.end_after_block
         processors = LogitsProcessorList(kwargs.pop("logits_processor", None) or [])
         processors.append(EndAfterCodeBlock(list(fence_ids), eos, input_ids.shape[1]))
         kwargs["logits_processor"] = processors
     if options.sampler != "generate" and "cache" not in kwargs and "past_key_values" not in kwargs:
-        plan = decode_plan(model, input_ids, kwargs)
+        plan = decode_plan(model, input_ids, kwargs, spec)
         if plan is not None:
             return decode(
                 model,

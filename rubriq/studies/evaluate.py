@@ -136,6 +136,7 @@ class Evaluator:
                 self.sampling.replace(seed=eval_seed(seed, 0 if self.study.same_eval_seed else step, self.split)),
                 batch_size=self.study.batch_size,
                 progress=False,
+                sampler="generate",  # transformers' generate, as the committed studies' evaluations were drawn
             )
         finally:
             torch.random.set_rng_state(state)

@@ -84,6 +84,7 @@ def pilot(study, settings, warm, rows: list[dict]) -> dict:
         settings.sampling().replace(samples=study.filter_samples, seed=4242),  # GRPO's groups, as training samples them
         batch_size=study.batch_size,
         progress=False,
+        sampler="generate",  # transformers' generate, as the committed pilots were drawn
     )
     texts = [r.text for r in records]
     specs: list[str | dict] = [r.target or "" for r in records]

@@ -173,7 +173,13 @@ class CurveEvaluator:
             for split, rows in self.splits.items():
                 start = time.perf_counter()
                 records = generate(
-                    model, self.tokenizer, rows, self.sampling, batch_size=self.curve.batch_size, progress=False
+                    model,
+                    self.tokenizer,
+                    rows,
+                    self.sampling,
+                    batch_size=self.curve.batch_size,
+                    progress=False,
+                    sampler="generate",  # transformers' generate, as the committed curves were drawn
                 )
                 sampled = time.perf_counter() - start
                 scored = score(records, self.settings.rubric, progress=False)
