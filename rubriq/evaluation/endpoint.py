@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubriq.evaluation.records import Record, dataset_of
+from rubriq.evaluation.records import Record
 from rubriq.evaluation.settings import EndpointSettings
 from rubriq.extract.files import open_record
 from rubriq.models.sampling import SamplingSpec
@@ -479,19 +479,7 @@ class EndpointPolicy:
                 assert entry is not None  # every missing completion was requested above
                 usage.prompt_tokens += int(entry.get("usage", {}).get("prompt_tokens", 0))
                 usage.completion_tokens += int(entry.get("usage", {}).get("completion_tokens", 0))
-                records.append(
-                    Record(
-                        prompt_id=row.get("id"),
-                        text=entry["text"],
-                        target=row.get("target"),
-                        family=row.get("family"),
-                        format=row.get("format"),
-                        bucket=row.get("bucket"),
-                        t0=row.get("t0"),
-                        dataset=dataset_of(row),
-                        sample=k,
-                    )
-                )
+                records.append(Record.of_row(row, entry["text"], k))
         usage.completions = len(records)
         self.usage.add(usage)
         return records

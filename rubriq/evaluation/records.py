@@ -82,6 +82,22 @@ class Record:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     """Fields of a JSONL line this class does not name, kept and written back."""
 
+    @classmethod
+    def of_row(cls, row: dict, text: str, sample: int) -> Record:
+        """Completion ``sample`` of prompt ``row`` (a dataset row: its id, target, family, format,
+        bucket, T0 and dataset), as every policy returns it."""
+        return cls(
+            prompt_id=row.get("id"),
+            text=text,
+            target=row.get("target"),
+            family=row.get("family"),
+            format=row.get("format"),
+            bucket=row.get("bucket"),
+            t0=row.get("t0"),
+            dataset=dataset_of(row),
+            sample=sample,
+        )
+
     def scored(self, result: Any) -> ScoredRecord:
         """This record with its rubric result (an ``EvaluationResult`` or its ``to_dict()``)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(Record)}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rubriq.config import RubricConfig
-from rubriq.evaluation.records import Record, ScoredRecord, dataset_of
+from rubriq.evaluation.records import Record, ScoredRecord
 from rubriq.evaluation.settings import EvalSettings
 from rubriq.extract.files import open_record
 from rubriq.models.sampling import Policy, SamplingSpec
@@ -106,19 +106,7 @@ def generate(
                 out = sample_batch(**enc, **kwargs, **spec_kw)
                 decoded = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
                 for (row, k), text in zip(chunk, decoded, strict=True):
-                    records.append(
-                        Record(
-                            prompt_id=row.get("id"),
-                            text=text,
-                            target=row.get("target"),
-                            family=row.get("family"),
-                            format=row.get("format"),
-                            bucket=row.get("bucket"),
-                            t0=row.get("t0"),
-                            dataset=dataset_of(row),
-                            sample=k,
-                        )
-                    )
+                    records.append(Record.of_row(row, text, k))
                 bar.set(len(records))
                 if on_batch is not None:
                     on_batch(len(records), len(jobs))

@@ -6,12 +6,10 @@ them)."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rubriq.config import ConfigError, from_dict
-from rubriq.models.sampling import SamplingSpec, give_spec, take_spec
+from rubriq.models.sampling import SamplingSpec, read_section, write_section
 from rubriq.options import option
 
 EVAL_SAMPLING_KEYS = {
@@ -48,17 +46,11 @@ class EvalSettings:
     def from_section(cls, data: dict[str, Any]) -> EvalSettings:
         """The ``evaluation:`` YAML section (its sampling keys into :attr:`sampling`); an unknown
         key is a ``ConfigError`` naming it."""
-        try:
-            spec, rest = take_spec(data, cls().sampling, EVAL_SAMPLING_KEYS)
-        except ValueError as exc:
-            raise ConfigError(f"evaluation: {exc}") from None
-        if "sampling" in rest:
-            raise ConfigError(f"evaluation: give {', '.join(EVAL_SAMPLING_KEYS)} as keys of the section")
-        return dataclasses.replace(from_dict(cls, rest), sampling=spec)
+        return read_section(cls, data, cls().sampling, EVAL_SAMPLING_KEYS, "evaluation")
 
     def to_section(self) -> dict[str, Any]:
         """The YAML section (:meth:`from_section` reads it back)."""
-        return {"split": self.split, **give_spec(self.sampling, EVAL_SAMPLING_KEYS), "batch_size": self.batch_size}
+        return write_section(self, EVAL_SAMPLING_KEYS)
 
 
 @dataclass(frozen=True)

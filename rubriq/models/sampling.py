@@ -32,7 +32,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from rubriq.config import ConfigError, from_dict
 from rubriq.options import option
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -133,6 +136,39 @@ def give_spec(spec: SamplingSpec, names: Mapping[str, str]) -> dict[str, Any]:
     unset, ``top_k`` None, is left out)."""
     values = dataclasses.asdict(spec)
     return {key: values[name] for key, name in names.items() if values[name] is not None}
+
+
+def read_section(
+    cls: type[T], section: Mapping[str, Any], base: SamplingSpec, names: Mapping[str, str], where: str
+) -> T:
+    """A settings dataclass ``cls`` with a ``sampling`` field from a YAML section that writes the
+    spec's fields flat (``names``: the section's key -> the spec's field, see :func:`take_spec`):
+    the spec over ``base``, the other keys field by field (:func:`rubriq.config.from_dict`); a
+    ``ConfigError`` starts with ``where`` and names the key."""
+    if "sampling" in section:
+        raise ConfigError(f"{where}: give {', '.join(names)} as keys of the section itself")
+    try:
+        spec, rest = take_spec(section, base, names)
+        return dataclasses.replace(from_dict(cls, rest), sampling=spec)
+    except ValueError as exc:  # ConfigError too
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def write_section(settings: Any, names: Mapping[str, str], deep: bool = False) -> dict[str, Any]:
+    """The YAML section :func:`read_section` reads back: ``settings``' fields in order (``deep``:
+    nested dataclasses as mappings), the spec's fields flat where the ``sampling`` field stands."""
+    values = (
+        dataclasses.asdict(settings)
+        if deep
+        else {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
+    )
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        if name == "sampling":
+            out.update(give_spec(settings.sampling, names))
+        else:
+            out[name] = value
+    return out
 
 
 def sampling_field(**defaults: Any) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from rubriq.config import ConfigError, RubricConfig, deep_merge, from_dict, load_yaml_mapping
-from rubriq.models.sampling import SamplingSpec, give_spec, take_spec
+from rubriq.models.sampling import SamplingSpec, read_section, write_section
 
 if TYPE_CHECKING:
     from rubriq.training.config import TrainSettings
@@ -282,24 +282,12 @@ class StudySettings:
         data["train_config"] = str((path.parent / data["train_config"]).resolve())
         if data.get("warm_start_model"):
             data["warm_start_model"] = str((path.parent / str(data["warm_start_model"])).resolve())
-        if "sampling" in data:
-            raise ConfigError(f"{path}: give {', '.join(STUDY_SAMPLING_KEYS)} as top-level keys")
-        try:
-            sampling, data = take_spec(data, STUDY_SAMPLING, STUDY_SAMPLING_KEYS)
-        except ValueError as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-        return dataclasses.replace(from_dict(cls, data), sampling=sampling)
+        return read_section(cls, data, STUDY_SAMPLING, STUDY_SAMPLING_KEYS, str(path))
 
     def to_record(self) -> dict[str, Any]:
         """The settings as ``study.json`` and ``summary.json`` record them: the YAML's keys, the
         sampling ones flat in their place (``top_k`` only when set)."""
-        record: dict[str, Any] = {}
-        for name, value in dataclasses.asdict(self).items():
-            if name == "sampling":
-                record.update(give_spec(self.sampling, STUDY_SAMPLING_KEYS))
-            else:
-                record[name] = value
-        return record
+        return write_section(self, STUDY_SAMPLING_KEYS, deep=True)
 
     def held_out_sampling(self, settings: TrainSettings) -> SamplingSpec:
         """How this study samples its held-out prompts: :func:`held_out_sampling` of its

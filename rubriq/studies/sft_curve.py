@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubriq.config import ConfigError, from_dict, load_yaml_mapping
-from rubriq.models.sampling import SamplingSpec, take_spec
+from rubriq.config import ConfigError, load_yaml_mapping
+from rubriq.models.sampling import SamplingSpec, read_section
 from rubriq.studies.settings import STUDY_SAMPLING_KEYS, held_out_sampling
 
 log = logging.getLogger(__name__)
@@ -103,13 +103,7 @@ class SftCurveSettings:
         if "train_config" not in data:
             raise ConfigError(f"{path}: train_config (a training YAML) is required")
         data["train_config"] = str((path.parent / data["train_config"]).resolve())
-        if "sampling" in data:
-            raise ConfigError(f"{path}: give {', '.join(CURVE_SAMPLING_KEYS)} as top-level keys")
-        try:
-            sampling, data = take_spec(data, CURVE_SAMPLING, CURVE_SAMPLING_KEYS)
-        except ValueError as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-        return dataclasses.replace(from_dict(cls, data), sampling=sampling)
+        return read_section(cls, data, CURVE_SAMPLING, CURVE_SAMPLING_KEYS, str(path))
 
 
 def training_settings(curve: SftCurveSettings, out: Path):

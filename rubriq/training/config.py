@@ -23,7 +23,7 @@ from typing import Any, Literal
 from rubriq.config import ConfigError, RubricConfig, from_dict, load_with_base
 from rubriq.evaluation.settings import EvalSettings  # noqa: F401 (the evaluation section of TrainSettings)
 from rubriq.models.generation import GenerationFlags
-from rubriq.models.sampling import SamplingSpec, give_spec, sampling_field, take_spec
+from rubriq.models.sampling import SamplingSpec, give_spec, read_section, sampling_field, write_section
 
 
 @dataclass(frozen=True)
@@ -62,21 +62,11 @@ class PPOSettings:
     def from_dict(cls, data: dict[str, Any]) -> PPOSettings:
         """The ``ppo`` YAML section (its sampling keys into :attr:`sampling`); an unknown key is
         a ``ConfigError`` naming it."""
-        try:
-            spec, rest = take_spec(data, cls().sampling, PPO_SAMPLING_KEYS)
-        except ValueError as exc:
-            raise ConfigError(f"ppo: {exc}") from None
-        if "sampling" in rest:
-            raise ConfigError("ppo: give temperature, top_p, top_k and max_new_tokens as keys of the ppo section")
-        try:
-            return dataclasses.replace(from_dict(cls, rest), sampling=spec)
-        except ConfigError as exc:
-            raise ConfigError(f"ppo: {exc}") from None
+        return read_section(cls, data, cls().sampling, PPO_SAMPLING_KEYS, "ppo")
 
     def to_dict(self) -> dict[str, Any]:
         """The YAML section (:meth:`from_dict` reads it back)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "sampling"}
-        return {**out, **give_spec(self.sampling, PPO_SAMPLING_KEYS)}
+        return write_section(self, PPO_SAMPLING_KEYS)
 
 
 PPO_SAMPLING_KEYS = {
@@ -167,11 +157,7 @@ class GRPOSettings:
                         else "not a field of TRL's GRPOConfig"
                     )
                 )
-        spec, rest = take_spec(data, TRL_GRPO_SAMPLING, GRPO_SAMPLING_KEYS)
-        try:
-            return dataclasses.replace(from_dict(cls, rest), sampling=spec)
-        except ConfigError as exc:
-            raise ConfigError(f"grpo: {exc}") from None
+        return read_section(cls, data, TRL_GRPO_SAMPLING, GRPO_SAMPLING_KEYS, "grpo")
 
     def to_trl(self) -> dict[str, Any]:
         """The keywords of TRL's ``GRPOConfig``: the fields that are set, and the sampling."""
