@@ -10,7 +10,7 @@ sampling again (``metrics.py``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,26 +144,14 @@ class LocalPolicy:
     batch_size: int = 8
     options: dict[str, Any] = field(default_factory=dict)
 
-    def generate(
-        self,
-        rows: list[dict],
-        spec: SamplingSpec,
-        *,
-        progress: bool = True,
-        description: str = "sampling",
-        on_batch: Callable[[int, int], None] | None = None,
-    ) -> list[Record]:
-        return generate(
-            self.model,
-            self.tokenizer,
-            rows,
-            spec,
-            batch_size=self.batch_size,
-            progress=progress,
-            description=description,
-            on_batch=on_batch,
-            **self.options,
-        )
+    def generate(self, rows: list[dict], spec: SamplingSpec, **keywords: Any) -> list[Record]:
+        """:meth:`Policy.generate <rubriq.models.sampling.Policy.generate>`: ``keywords``
+        (``progress``, ``description``, ``on_batch``) go to :func:`generate` as they are, with
+        its defaults where left out."""
+        unknown = keywords.keys() - {"progress", "description", "on_batch"}
+        if unknown:
+            raise TypeError(f"LocalPolicy.generate() got unexpected keyword arguments {sorted(unknown)}")
+        return generate(self.model, self.tokenizer, rows, spec, batch_size=self.batch_size, **keywords, **self.options)
 
 
 def as_policy(policy: Policy[Record] | tuple[Any, Any], batch_size: int = 8) -> Policy[Record]:
