@@ -80,19 +80,8 @@ def dimension_correlation(scores: Sequence[Mapping[str, float]]) -> dict[str, An
     """
     import numpy as np
 
-    if len(scores) < 3:
-        return {
-            "n": len(scores),
-            "dimensions": [],
-            "matrix": [],
-            "mean_correlation": None,
-            "effective_dimensions": None,
-            "constant": [],
-        }
-    data = np.array([[float(s.get(d, 0.0)) for d in DIMENSION_NAMES] for s in scores])
-    varying = [i for i in range(len(DIMENSION_NAMES)) if float(np.std(data[:, i])) > 1e-12]
-    constant = [DIMENSION_NAMES[i] for i in range(len(DIMENSION_NAMES)) if i not in varying]
-    if not varying:
+    def no_correlation(constant: list[str]) -> dict[str, Any]:
+        """Too few scores, or no dimension that varies: no matrix to report."""
         return {
             "n": len(scores),
             "dimensions": [],
@@ -101,6 +90,14 @@ def dimension_correlation(scores: Sequence[Mapping[str, float]]) -> dict[str, An
             "effective_dimensions": None,
             "constant": constant,
         }
+
+    if len(scores) < 3:
+        return no_correlation([])
+    data = np.array([[float(s.get(d, 0.0)) for d in DIMENSION_NAMES] for s in scores])
+    varying = [i for i in range(len(DIMENSION_NAMES)) if float(np.std(data[:, i])) > 1e-12]
+    constant = [DIMENSION_NAMES[i] for i in range(len(DIMENSION_NAMES)) if i not in varying]
+    if not varying:
+        return no_correlation(constant)
     corr = np.atleast_2d(np.corrcoef(data[:, varying], rowvar=False))
     eig = np.clip(np.linalg.eigvalsh(corr), 0.0, None)
     k = len(varying)
