@@ -175,6 +175,19 @@ STRATEGIES: tuple[tuple[str, Callable[[str, ExtractionConfig, Deadline], Quantum
 )
 
 
+# A strategy's expected failures, the first class that matches: the Extraction field that keeps
+# its message besides the attempt (None: the attempt only), and whether the later strategies are
+# skipped (a busy sandbox pool: they would wait for the same pool).
+_FAILURES: tuple[tuple[type[Exception], str | None, bool], ...] = (
+    (NotApplicable, None, False),
+    (SandboxUnavailable, "sandbox_error", False),
+    (SandboxBusy, "budget_error", True),
+    (PythonTimeout, "budget_error", False),
+    (PythonUnsupported, "unsupported_error", False),
+    (QASMLimitError, "limit_error", False),
+)
+
+
 def extract(text: str, cfg: ExtractionConfig = ExtractionConfig(), deadline: Deadline = NO_DEADLINE) -> Extraction:
     """Run the cascade on ``text``; never raises for any string (BudgetExceeded aside)."""
     result = Extraction(circuit=None, strategy=None)
@@ -188,28 +201,13 @@ def extract(text: str, cfg: ExtractionConfig = ExtractionConfig(), deadline: Dea
         deadline.check("extraction")
         try:
             circuit = strategy(text, cfg, sandbox_deadline)
-        except NotApplicable as exc:
+        except tuple(cls for cls, _, _ in _FAILURES) as exc:
+            noted, stop = next((noted, stop) for cls, noted, stop in _FAILURES if isinstance(exc, cls))
             result.attempts.append((name, str(exc)))
-            continue
-        except SandboxUnavailable as exc:
-            result.attempts.append((name, str(exc)))
-            result.sandbox_error = str(exc)
-            continue
-        except SandboxBusy as exc:  # the later strategies would wait for the same busy pool
-            result.attempts.append((name, str(exc)))
-            result.budget_error = str(exc)
-            break
-        except PythonTimeout as exc:
-            result.attempts.append((name, str(exc)))
-            result.budget_error = str(exc)
-            continue
-        except PythonUnsupported as exc:
-            result.attempts.append((name, str(exc)))
-            result.unsupported_error = str(exc)
-            continue
-        except QASMLimitError as exc:
-            result.attempts.append((name, str(exc)))
-            result.limit_error = str(exc)
+            if noted is not None:
+                setattr(result, noted, str(exc))
+            if stop:
+                break
             continue
         except BudgetExceeded:
             raise
