@@ -244,18 +244,14 @@ class HardwareRun:
             self.say(f"{backend}/{name}: finished earlier (job {entry.get('job_id')}), not resubmitted")
             return entry["counts"]
         counts: dict[str, int] | None
+
+        def record(**fields: Any) -> None:
+            """The job's entry: what runs (backend, circuit, shots, mode), then ``fields``."""
+            store.record(key, backend=backend, circuit=name, shots=self.shots, mode=mode, **fields)
+
         if mode == "emulation":
             counts = emulate(circuit, backend, self.shots, self.seed)
-            store.record(
-                key,
-                backend=backend,
-                circuit=name,
-                shots=self.shots,
-                mode=mode,
-                job_id=None,
-                status="DONE",
-                counts=counts,
-            )
+            record(job_id=None, status="DONE", counts=counts)
             return counts
         provider = self.providers.get(backend)
         if provider is None:
@@ -280,16 +276,7 @@ class HardwareRun:
             withheld = contains_secret(job_id)
             if withheld:
                 self._unstored_ids[key] = job_id
-            store.record(
-                key,
-                backend=backend,
-                circuit=name,
-                shots=self.shots,
-                mode=mode,
-                job_id=None if withheld else job_id,
-                job_id_withheld=withheld,
-                status="SUBMITTED",
-            )
+            record(job_id=None if withheld else job_id, job_id_withheld=withheld, status="SUBMITTED")
             self.say(f"{backend}/{name}: submitted job {job_id}")
             status, counts = provider.poll(job_id)
         store.record(key, status=status, counts=counts)
