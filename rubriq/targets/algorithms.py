@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from qiskit import QuantumCircuit
 
-from rubriq.targets.base import Target, TargetError
+from rubriq.targets.base import Target, TargetError, completion_for, reference_clifford
 
 
 def _bits_param(name: str, value: Any, n: int, what: str = "secret") -> str:
@@ -70,13 +70,45 @@ class _Oracle(Target):
         return None
 
 
-class BernsteinVaziraniTarget(_Oracle):
+class _SecretOracle(_Oracle):
+    """A Clifford oracle for an n-bit secret s (``params["secret"]``, written q[n-1]..q[0]):
+    simulated from its reference circuit beyond ``max_dense_qubits``."""
+
+    max_qubits = 256
+    max_dense_qubits = 12
+
+    @property
+    def n(self) -> int:
+        """The secret's bits."""
+        raise NotImplementedError
+
+    def _secret(self, params, n: int) -> str:
+        """``params``' secret as n bits, or a seeded nonzero one when it gives none."""
+        secret = params.get("secret")
+        if secret is None:
+            secret = int(np.random.default_rng(n).integers(1, 2**n)) if n < 63 else 1
+        return _bits_param(self.name, secret, n)
+
+    def _ones(self) -> list[int]:
+        s = self.params["secret"]
+        return [k for k in range(self.n) if s[self.n - 1 - k] == "1"]
+
+    def apply(self, states, deadline=None):
+        from rubriq.circuit.gates import canonical_ops
+        from rubriq.sim.exact import simulate
+
+        if self.num_qubits <= self.max_dense_qubits:
+            return self.unitary() @ states
+        return simulate(tuple(canonical_ops(self._reference)), self.num_qubits, np.array(states, dtype=complex))
+
+    _clifford = functools.cached_property(reference_clifford)
+
+
+class BernsteinVaziraniTarget(_SecretOracle):
     """Bernstein-Vazirani with a secret string s."""
 
     name = "bernstein_vazirani"
     min_qubits = 2
-    max_qubits = 256
-    max_dense_qubits = 12
     summary = "Bernstein-Vazirani unitary (H^n x I) O_s (H^n x I) for a secret s (Clifford)"
     parameters = {"secret": "n bits s, written q[n-1]..q[0] (string) or an integer (default: seeded)"}
 
@@ -85,14 +117,7 @@ class BernsteinVaziraniTarget(_Oracle):
         return self.num_qubits - 1
 
     def _validate(self, params):
-        secret = params.get("secret")
-        if secret is None:
-            secret = int(np.random.default_rng(self.n).integers(1, 2**self.n)) if self.n < 63 else 1
-        return {"secret": _bits_param(self.name, secret, self.n)}
-
-    def _ones(self) -> list[int]:
-        s = self.params["secret"]
-        return [k for k in range(self.n) if s[self.n - 1 - k] == "1"]
+        return {"secret": self._secret(params, self.n)}
 
     def description(self):
         n, s = self.n, self.params["secret"]
@@ -117,14 +142,6 @@ class BernsteinVaziraniTarget(_Oracle):
         h = _h_inputs(self.n, 1)
         return h @ _permutation(self.dim, self._oracle_target) @ h
 
-    def apply(self, states, deadline=None):
-        from rubriq.circuit.gates import canonical_ops
-        from rubriq.sim.exact import simulate
-
-        if self.num_qubits <= self.max_dense_qubits:
-            return self.unitary() @ states
-        return simulate(tuple(canonical_ops(self._reference)), self.num_qubits, np.array(states, dtype=complex))
-
     def _build_reference(self):
         n = self.n
         qc = QuantumCircuit(n + 1)
@@ -134,14 +151,8 @@ class BernsteinVaziraniTarget(_Oracle):
         qc.h(range(n))
         return qc
 
-    @functools.cached_property
-    def _clifford(self):
-        from qiskit.quantum_info import Clifford
-
-        return Clifford(self._reference)
-
     def completion_size(self):
-        return (40 * 3 * self.num_qubits + 200, 4 * 3 * self.num_qubits)
+        return completion_for(3 * self.num_qubits)
 
 
 class DeutschJozsaTarget(_Oracle):
@@ -314,24 +325,18 @@ class GroverTarget(_Oracle):
         return qc.decompose(reps=8)
 
 
-class SimonTarget(_Oracle):
+class SimonTarget(_SecretOracle):
     """Simon's algorithm with period s on n + n qubits."""
 
     name = "simon"
     min_qubits = 4
-    max_qubits = 256
-    max_dense_qubits = 12
     summary = "Simon unitary (H^n x I) O_f (H^n x I), f 2-to-1 with period s (Clifford)"
     parameters = {"secret": "the period s != 0: n bits written q[n-1]..q[0] or an integer (default: seeded)"}
 
     def _validate(self, params):
         if self.num_qubits % 2:
             raise TargetError(f"simon: num_qubits must be even (n input + n output qubits), got {self.num_qubits}")
-        n = self.num_qubits // 2
-        secret = params.get("secret")
-        if secret is None:
-            secret = int(np.random.default_rng(n).integers(1, 2**n)) if n < 63 else 1
-        bits = _bits_param(self.name, secret, n)
+        bits = self._secret(params, self.num_qubits // 2)
         if "1" not in bits:
             raise TargetError("simon: the period s must not be 0")
         return {"secret": bits}
@@ -339,10 +344,6 @@ class SimonTarget(_Oracle):
     @property
     def n(self) -> int:
         return self.num_qubits // 2
-
-    def _ones(self) -> list[int]:
-        s = self.params["secret"]
-        return [k for k in range(self.n) if s[self.n - 1 - k] == "1"]
 
     def _period_map(self, x: int) -> int:
         j = self._ones()[0]
@@ -371,14 +372,6 @@ class SimonTarget(_Oracle):
         low = 2**n - 1
         return h @ _permutation(self.dim, lambda v: v ^ (self._period_map(v & low) << n)) @ h
 
-    def apply(self, states, deadline=None):
-        from rubriq.circuit.gates import canonical_ops
-        from rubriq.sim.exact import simulate
-
-        if self.num_qubits <= self.max_dense_qubits:
-            return self.unitary() @ states
-        return simulate(tuple(canonical_ops(self._reference)), self.num_qubits, np.array(states, dtype=complex))
-
     def _build_reference(self):
         n = self.n
         qc = QuantumCircuit(2 * n)
@@ -391,14 +384,8 @@ class SimonTarget(_Oracle):
         qc.h(range(n))
         return qc
 
-    @functools.cached_property
-    def _clifford(self):
-        from qiskit.quantum_info import Clifford
-
-        return Clifford(self._reference)
-
     def completion_size(self):
-        return (40 * 4 * self.num_qubits + 200, 4 * 4 * self.num_qubits)
+        return completion_for(4 * self.num_qubits)
 
 
 ALGORITHMS: tuple[type[Target], ...] = (BernsteinVaziraniTarget, DeutschJozsaTarget, GroverTarget, SimonTarget)

@@ -260,3 +260,17 @@ def bit_reversal(n: int) -> np.ndarray:
     for k in range(n):
         r |= ((x >> k) & 1) << (n - 1 - k)
     return r
+
+
+def reference_clifford(target: Target) -> Any:
+    """The ``qiskit.quantum_info.Clifford`` of ``target``'s reference circuit (a target whose
+    reference is a Clifford circuit: ``_clifford = functools.cached_property(reference_clifford)``)."""
+    from qiskit.quantum_info import Clifford
+
+    return Clifford(target._reference)
+
+
+def completion_for(gates: int, slack: int = 0) -> tuple[int, int]:
+    """A :meth:`Target.completion_size` for a correct completion of about ``gates`` gates: 40
+    QASM bytes a gate plus 200, and 4 canonical gates a gate plus ``slack``."""
+    return (40 * gates + 200, 4 * gates + slack)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rubriq.targets.base import Target, TargetError
+from rubriq.targets.base import Target, TargetError, completion_for
 
 
 def sparse_pauli(label: str) -> str:
@@ -96,8 +96,7 @@ class _CliffordUnitary(Target):
         return synth_clifford_full(self._clifford)
 
     def completion_size(self):
-        gates = len(self._reference_ops)
-        return (40 * gates + 200, 4 * gates + 64)
+        return completion_for(len(self._reference_ops), slack=64)
 
     def _what(self) -> str:
         return f"the {self.num_qubits}-qubit Clifford unitary U"
@@ -223,8 +222,7 @@ class StabilizerStateTarget(Target):
         return synth_clifford_full(self._prep)
 
     def completion_size(self):
-        gates = self._reference.size()
-        return (40 * gates + 200, 4 * gates + 64)
+        return completion_for(self._reference.size(), slack=64)
 
 
 CLIFFORD_TARGETS: tuple[type[Target], ...] = (RandomCliffordTarget, CliffordTableauTarget, StabilizerStateTarget)

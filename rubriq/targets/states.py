@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from qiskit import QuantumCircuit
 
-from rubriq.targets.base import Target, TargetError
+from rubriq.targets.base import Target, TargetError, completion_for, reference_clifford
 
 
 class _StateTarget(Target):
@@ -25,11 +25,7 @@ class _StateTarget(Target):
     def clifford(self):
         return self._clifford
 
-    @functools.cached_property
-    def _clifford(self):
-        from qiskit.quantum_info import Clifford
-
-        return Clifford(self._reference)
+    _clifford = functools.cached_property(reference_clifford)
 
 
 class GHZTarget(_StateTarget):
@@ -64,7 +60,7 @@ class GHZTarget(_StateTarget):
         return qc
 
     def completion_size(self):
-        return (40 * self.num_qubits + 200, 4 * self.num_qubits)
+        return completion_for(self.num_qubits)
 
 
 class WStateTarget(_StateTarget):
