@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from qiskit import QuantumCircuit
@@ -176,16 +177,8 @@ class RubriQEvaluator:
 
     def _pool(self, workers: int):
         if self._executor is None or self._executor_workers != workers:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
             self.close()
-            self._executor = ProcessPoolExecutor(
-                workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_init,
-                initargs=(self.target.spec(), self.config.to_dict()),
-            )
+            self._executor = spawn_pool(workers, _worker_init, (self.target.spec(), self.config.to_dict()))
             self._executor_workers = workers
         return self._executor
 
@@ -223,6 +216,17 @@ class RubriQEvaluator:
 
 
 _WORKER: RubriQEvaluator | None = None
+
+
+def spawn_pool(workers: int, initializer: Callable[..., None], initargs: tuple) -> Any:
+    """A ``ProcessPoolExecutor`` of ``workers`` spawned processes, each set up by
+    ``initializer(*initargs)`` (the evaluator's and the batch evaluator's scoring pools)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("spawn"), initializer=initializer, initargs=initargs
+    )
 
 
 def _worker_init(spec: dict, config: dict) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 
 from rubriq.cache import LRUCache
 from rubriq.config import RubricConfig
-from rubriq.evaluator import RubriQEvaluator
+from rubriq.evaluator import RubriQEvaluator, spawn_pool
 from rubriq.evaluator.result import EvaluationResult, is_cacheable
 from rubriq.targets import target_from_spec
 
@@ -127,16 +127,8 @@ class BatchScorer:
 
     def _executor(self, workers: int):
         if self._pool is None or self._pool_workers != workers:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
             self.close()
-            self._pool = ProcessPoolExecutor(
-                workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_worker_init,
-                initargs=(self.config.to_dict(),),
-            )
+            self._pool = spawn_pool(workers, _worker_init, (self.config.to_dict(),))
             self._pool_workers = workers
         return self._pool
 
