@@ -316,6 +316,7 @@ def main() -> int:
         "--generate-rounds", type=int, default=0, help="time TRL's generate call in the first N rounds only (0: all)"
     )
     parser.add_argument("--only", nargs="+", choices=PATHS, metavar="NAME", help="sampling paths to run")
+    parser.add_argument("--roof-only", action="store_true", help="measure the roof only (no sampling)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "generation.md"))
     args = parser.parse_args()
@@ -334,10 +335,10 @@ def main() -> int:
     grpo = study.grpo.to_trl() if hasattr(study.grpo, "to_trl") else dict(study.grpo)
     grpo = {k: v for k, v in grpo.items() if k in ("temperature", "top_p", "top_k")}
     config, eos = generation_config(tokenizer, policy, grpo, args.max_new_tokens)
-    paths = args.only or PATHS
+    paths = [] if args.roof_only else args.only or PATHS
     steps_rows = ["transformers forward", "transformers forward, static cache"]
     steps_rows += ["transformers forward, static cache, torch.compile"] if args.compile else []
-    steps_rows += ["static decoder step"]
+    steps_rows = [] if args.roof_only else [*steps_rows, "static decoder step"]
 
     print(f"CPU {name} (bf16 units: {units}), {torch.get_num_threads()} threads, load {loads[0]}", flush=True)
     copy_rate = bandwidth(torch)
