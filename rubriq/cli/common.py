@@ -54,6 +54,16 @@ app = typer.Typer(
     context_settings=CONTEXT,
     rich_markup_mode=None,
 )
+
+
+def command_group(name: str, help: str) -> typer.Typer:
+    """``rubriq NAME ...``: a group of subcommands under the CLI (shown with its help when called
+    without one)."""
+    group = typer.Typer(help=help, no_args_is_help=True, context_settings=CONTEXT)
+    app.add_typer(group, name=name)
+    return group
+
+
 console = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 log = logging.getLogger("rubriq.cli")

@@ -8,21 +8,17 @@ import typer
 from rich.markup import escape
 
 from rubriq.cli.common import (
-    CONTEXT,
     EXIT_FAILED,
-    app,
     check,
     check_model,
+    command_group,
     console,
     fail,
     new_table,
     reported,
 )
 
-data_app = typer.Typer(
-    help="Build prompt datasets and fetch circuit collections.", no_args_is_help=True, context_settings=CONTEXT
-)
-app.add_typer(data_app, name="data")
+data_app = command_group("data", "Build prompt datasets and fetch circuit collections.")
 
 
 @data_app.command("build")

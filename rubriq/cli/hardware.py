@@ -8,8 +8,7 @@ import typer
 from rich.markup import escape
 
 from rubriq.cli.common import (
-    CONTEXT,
-    app,
+    command_group,
     console,
     err,
     new_table,
@@ -18,12 +17,7 @@ from rubriq.cli.common import (
 from rubriq.hardware.options import HardwareOptions
 from rubriq.options import typer_options
 
-hardware_app = typer.Typer(
-    help="Transpile and run circuits on IBM / IonQ or their offline emulation.",
-    no_args_is_help=True,
-    context_settings=CONTEXT,
-)
-app.add_typer(hardware_app, name="hardware")
+hardware_app = command_group("hardware", "Transpile and run circuits on IBM / IonQ or their offline emulation.")
 
 
 @hardware_app.command("run")

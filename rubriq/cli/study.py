@@ -7,17 +7,13 @@ from pathlib import Path
 import typer
 
 from rubriq.cli.common import (
-    CONTEXT,
-    app,
     check,
+    command_group,
     console,
     reported,
 )
 
-study_app = typer.Typer(
-    help="Studies that measure what training does (docs/studies.md).", no_args_is_help=True, context_settings=CONTEXT
-)
-app.add_typer(study_app, name="study")
+study_app = command_group("study", "Studies that measure what training does (docs/studies.md).")
 
 
 @study_app.command("convergence")

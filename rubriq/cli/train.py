@@ -7,9 +7,8 @@ from pathlib import Path
 import typer
 
 from rubriq.cli.common import (
-    CONTEXT,
-    app,
     check,
+    command_group,
     console,
     packaged,
     reported,
@@ -17,10 +16,7 @@ from rubriq.cli.common import (
 from rubriq.options import typer_options
 from rubriq.training.launch import LaunchSettings, RunOptions
 
-train_app = typer.Typer(
-    help="Train a policy (GRPO, Sparse-GRPO, Sparse-PPO, ablations).", no_args_is_help=True, context_settings=CONTEXT
-)
-app.add_typer(train_app, name="train")
+train_app = command_group("train", "Train a policy (GRPO, Sparse-GRPO, Sparse-PPO, ablations).")
 LAUNCHERS = ("python", "accelerate")
 
 
