@@ -160,13 +160,9 @@ class Target(ABC):
 
     def unitary(self) -> np.ndarray:
         """The target unitary (read-only, computed once)."""
-        if self.kind != "unitary":
-            raise TargetError(f"{self.name} is a state-preparation target")
-        if self.num_qubits > self.max_dense_qubits:
-            raise TargetError(
-                f"{self.name}: no dense unitary above {self.max_dense_qubits} qubits; "
-                "use apply() (the sampled fidelity estimator does)"
-            )
+        self._check_dense(
+            "unitary", "state-preparation", self.max_dense_qubits, "; use apply() (the sampled fidelity estimator does)"
+        )
         return self._unitary
 
     def apply(self, states: np.ndarray, deadline=None) -> np.ndarray:
@@ -181,14 +177,21 @@ class Target(ABC):
 
     def state(self) -> np.ndarray:
         """The target state (read-only, computed once)."""
-        if self.kind != "state":
-            raise TargetError(f"{self.name} is a unitary target")
-        if self.num_qubits > self.max_dense_state_qubits:
-            raise TargetError(
-                f"{self.name}: no dense state above {self.max_dense_state_qubits} qubits "
-                "(Clifford candidates of a stabilizer-state target are scored from tableaux)"
-            )
+        self._check_dense(
+            "state",
+            "unitary",
+            self.max_dense_state_qubits,
+            " (Clifford candidates of a stabilizer-state target are scored from tableaux)",
+        )
         return self._state
+
+    def _check_dense(self, kind: str, other: str, limit: int, instead: str) -> None:
+        """``TargetError`` unless this is a ``kind`` target (not an ``other`` one) of at most
+        ``limit`` qubits, whose dense ``kind`` may be built (``instead``: what to do beyond)."""
+        if self.kind != kind:
+            raise TargetError(f"{self.name} is a {other} target")
+        if self.num_qubits > limit:
+            raise TargetError(f"{self.name}: no dense {kind} above {limit} qubits{instead}")
 
     def reference_circuit(self) -> QuantumCircuit:
         """A circuit implementing the target (see each target for its exactness)."""
