@@ -87,6 +87,10 @@ def load_tokenizer(name_or_path: str = EMBEDDED):
     converted model is not cached yet; the tokenizer alone is cached too)."""
     from transformers import AutoTokenizer
 
+    folder = Path(name_or_path)
+    if name_or_path != EMBEDDED and (folder / "adapter_config.json").is_file():
+        if not (folder / "tokenizer_config.json").is_file():  # an adapter saved without one: its base's
+            return load_tokenizer(adapter_base(folder))
     if name_or_path != EMBEDDED:
         return AutoTokenizer.from_pretrained(name_or_path)
     directory = embedded_dir()
@@ -100,9 +104,19 @@ def load_tokenizer(name_or_path: str = EMBEDDED):
 
 
 def load_model(name_or_path: str = EMBEDDED, dtype=None):
-    """A causal LM by hub id, local path, or ``"embedded"``."""
+    """A causal LM by hub id, local path, or ``"embedded"``.
+
+    A PEFT adapter folder (``adapter_config.json``) is loaded onto its base, itself loaded by
+    this function, and merged (PEFT's ``merge_and_unload``): so an adapter trained on a merged
+    warm-start can name the warm-start's *adapter* folder as its base (relative to itself), and a
+    chain of committed adapters of a few MB each stands for the merged model."""
     from transformers import AutoModelForCausalLM
 
+    if name_or_path != EMBEDDED and (Path(name_or_path) / "adapter_config.json").is_file():
+        from peft import PeftModel
+
+        base = load_model(adapter_base(name_or_path), dtype)
+        return PeftModel.from_pretrained(base, str(name_or_path)).merge_and_unload()
     path = prepare_embedded() if name_or_path == EMBEDDED else name_or_path
     kwargs = {} if dtype is None else {"dtype": dtype}
     try:
