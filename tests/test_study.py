@@ -266,6 +266,48 @@ def test_an_interrupted_parallel_study_stops_its_processes(tmp_path, monkeypatch
     assert started and started[0].poll() is not None  # terminated, not left running
 
 
+def test_each_parallel_unit_is_kept_as_its_process_ends(tmp_path, monkeypatch):
+    """on_done runs for a unit as soon as its process ends well (the study commits it there), not
+    after the last one; a failed unit is named, not kept.  The processes stand in for arm-seeds:
+    one ends at once, one waits until the first has been kept, one fails."""
+    import subprocess
+    import sys
+
+    from rubriq.studies import parallel
+
+    kept_flag = tmp_path / "first-kept"
+    scripts = {
+        "fast": "pass",
+        # ends only once the fast unit was kept: on_done for it must run while this one still runs
+        "slow": (
+            f"import pathlib, sys, time\nend = time.monotonic() + 60\n"
+            f"while not pathlib.Path({str(kept_flag)!r}).exists():\n"
+            "    if time.monotonic() > end: sys.exit(4)  # never kept while running: fail, do not hang\n"
+            "    time.sleep(0.05)  # paces the poll for the flag"
+        ),
+        "bad": "raise SystemExit(3)",
+    }
+    real = subprocess.Popen
+
+    def fake(cmd, **kwargs):
+        arm = cmd[cmd.index("--arm") + 1]
+        return real([sys.executable, "-c", scripts[arm]], **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", fake)
+    kept = []
+
+    def on_done(name, seed):
+        kept.append((name, seed))
+        if name == "fast":
+            kept_flag.write_text("kept")
+
+    with pytest.raises(RuntimeError, match="bad seed 0"):
+        parallel.run_parallel(
+            tmp_path / "study.yaml", tmp_path, [("slow", 0), ("fast", 0), ("bad", 0)], 2, on_done=on_done
+        )
+    assert kept == [("fast", 0), ("slow", 0)]
+
+
 def test_unknown_arm_and_bad_settings_are_clear_errors(tmp_path):
     from rubriq.cli import app
 

@@ -104,10 +104,12 @@ def run(
         for seed in sorted({s for _, s in pending}):
             for ev in evaluators:
                 step0_evaluation(ev, warm, out, seed)
-        run_parallel(config, out, pending, workers, progress)
-        for name, seed in pending:
+
+        def keep(name: str, seed: int) -> None:  # each unit kept (and committed) as its process ends
             if results is not None and (layout.arm_dir(out, name, seed) / "done.json").is_file():
                 units.publish(out, results, study, name, seed, commit=commit)
+
+        run_parallel(config, out, pending, workers, progress, on_done=keep)
         return _summaries(out, results, study, len(data.eval_rows), commit)
     for name, seed in pending:
         if progress:

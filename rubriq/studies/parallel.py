@@ -16,7 +16,9 @@ log = logging.getLogger(__name__)
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
-def run_parallel(config: str | Path, out: Path, pending: list[tuple[str, int]], workers: int, progress=None) -> None:
+def run_parallel(
+    config: str | Path, out: Path, pending: list[tuple[str, int]], workers: int, progress=None, on_done=None
+) -> None:
     """Run the (arm, seed) pairs of ``pending`` ``workers`` at a time, each as its own
     ``rubriq study convergence --arm A --seed S --no-summary`` process with ``cpus // workers``
     threads (the thread variables of :data:`THREAD_VARIABLES`), its output in
@@ -25,7 +27,9 @@ def run_parallel(config: str | Path, out: Path, pending: list[tuple[str, int]], 
     one-thread arm-seeds each took 19 s per GRPO step against 17 s for one two-thread arm-seed
     (docs/studies.md).  A failed arm-seed does not stop the others; the call then raises, naming
     each failure and its log.  If this call is interrupted, the running processes are stopped
-    (their arm-seeds restart on the next run)."""
+    (their arm-seeds restart on the next run).  ``on_done(arm, seed)`` is called for each
+    arm-seed as soon as its process ends well (a study keeps and commits it there, so that a unit
+    finished beside one still running is on the branch if the session stops)."""
     import os
 
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -35,7 +39,7 @@ def run_parallel(config: str | Path, out: Path, pending: list[tuple[str, int]], 
     queue, failed = list(pending), list[str]()
     running: list[tuple[Any, str, int, Path]] = []
     try:
-        _run_queue(config, out, queue, running, failed, workers, threads, env, progress)
+        _run_queue(config, out, queue, running, failed, workers, threads, env, progress, on_done)
     finally:
         for proc, *_ in running:  # only on an interruption: a finished queue leaves none running
             proc.terminate()
@@ -55,6 +59,7 @@ def _run_queue(
     threads: int,
     env: dict[str, str],
     progress=None,
+    on_done=None,
 ) -> None:
     """:func:`run_parallel`'s loop: start processes from ``queue`` while fewer than ``workers``
     run, collect the finished ones (``running`` and ``failed`` are the caller's, so that it can
@@ -81,6 +86,8 @@ def _run_queue(
                 failed.append(f"{name} seed {seed} (exit {proc.returncode}; see {log_path})")
             else:
                 log.info("arm %s seed %d: done (%s)", name, seed, log_path)
+                if on_done is not None:
+                    on_done(name, seed)
 
 
 __all__ = ["THREAD_VARIABLES", "run_parallel"]
