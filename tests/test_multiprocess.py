@@ -97,9 +97,10 @@ def test_grpo_in_two_processes_scores_on_both_ranks_checkpoints_and_resumes(tmp_
     run = tmp_path / "run"
     info = json.loads((run / "run_info.json").read_text())
     assert info["devices"] == 2 and info["device_type"] == "cpu"
-    # each rank scored its own 4 completions per step: 2 steps x 4 x 5 reward functions (one shared cache)
+    # each rank scored its own 4 completions per step: 2 steps x 4 x 6 reward functions (R as `total`
+    # and the five dimensions logged beside it, rubriq.reward.RubricRewards; one shared cache)
     stats = _stats(run)
-    assert stats[0]["requests"] == stats[1]["requests"] == 2 * 4 * 5
+    assert stats[0]["requests"] == stats[1]["requests"] == 2 * 4 * 6
     assert all(s["evaluated"] >= 1 for s in stats.values())
     # rank 0 built the dataset once (written under a temporary name, then renamed)
     assert (tmp_path / "data" / "train.jsonl").is_file() and not (tmp_path / "data.tmp").exists()
