@@ -223,11 +223,18 @@ def _wait(driver, condition, timeout=120):
 
 
 def _type(element, text):
+    """Replace the field's text with ``text`` and check that it holds exactly that before anything
+    is clicked: under load a select-all can miss its field (a fresh-clone CI run scored the old text
+    with one character deleted instead of " "), so the keys are sent again until it does."""
     from selenium.webdriver.common.keys import Keys
 
-    element.send_keys(Keys.CONTROL, "a")
-    element.send_keys(Keys.DELETE)
-    element.send_keys(text)
+    for _ in range(3):
+        element.send_keys(Keys.CONTROL, "a")
+        element.send_keys(Keys.DELETE)
+        element.send_keys(text)
+        if element.get_attribute("value") == text:
+            return
+    assert element.get_attribute("value") == text, element.get_attribute("value")
 
 
 def _screenshot(driver, name, tmp_path):
