@@ -95,3 +95,16 @@ def test_an_adapter_whose_base_is_missing_is_named(tmp_path, chain):
     (folder / "adapter_config.json").write_text(json.dumps(config))
     with pytest.raises(ModelUnavailable, match="does not exist"):
         load_model(str(folder))
+
+
+def test_an_adapter_chain_that_loops_is_named(tmp_path, chain):
+    from rubriq.models import ModelUnavailable, load_model
+
+    root, *_ = chain
+    for name, base in (("a", "../b"), ("b", "../a")):
+        (tmp_path / name).mkdir()
+        config = json.loads((root / "weights" / "grpo" / "adapter_config.json").read_text())
+        config["base_model_name_or_path"] = base
+        (tmp_path / name / "adapter_config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelUnavailable, match="loops"):
+        load_model(str(tmp_path / "a"))

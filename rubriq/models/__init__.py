@@ -103,7 +103,7 @@ def load_tokenizer(name_or_path: str = EMBEDDED):
     return tokenizer
 
 
-def load_model(name_or_path: str = EMBEDDED, dtype=None):
+def load_model(name_or_path: str = EMBEDDED, dtype=None, _chain: tuple[str, ...] = ()):
     """A causal LM by hub id, local path, or ``"embedded"``.
 
     A PEFT adapter folder (``adapter_config.json``) is loaded onto its base, itself loaded by
@@ -115,7 +115,12 @@ def load_model(name_or_path: str = EMBEDDED, dtype=None):
     if name_or_path != EMBEDDED and (Path(name_or_path) / "adapter_config.json").is_file():
         from peft import PeftModel
 
-        base = load_model(adapter_base(name_or_path), dtype)
+        here = str(Path(name_or_path).resolve())
+        if here in _chain:
+            raise ModelUnavailable(
+                f"{name_or_path}: its chain of adapter bases loops ({' -> '.join(_chain + (here,))})"
+            )
+        base = load_model(adapter_base(name_or_path), dtype, _chain + (here,))
         return PeftModel.from_pretrained(base, str(name_or_path)).merge_and_unload()
     path = prepare_embedded() if name_or_path == EMBEDDED else name_or_path
     kwargs = {} if dtype is None else {"dtype": dtype}
