@@ -150,6 +150,23 @@ class TierSettings:
 TIER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
+def _portable(path: str) -> str:
+    """``path`` relative to the working folder when it lies in it, else as it is.
+
+    >>> import os
+    >>> _portable(os.path.join(os.getcwd(), "configs", "t.yaml")) == os.path.join("configs", "t.yaml")
+    True
+    >>> _portable("/elsewhere/t.yaml")
+    '/elsewhere/t.yaml'
+    """
+    import os
+
+    root = os.getcwd()
+    if os.path.isabs(path) and os.path.commonpath([root, path]) == root:
+        return os.path.relpath(path, root)
+    return path
+
+
 @dataclass(frozen=True)
 class StudySettings:
     """A convergence study; YAML maps onto it one to one (``configs/studies/``)."""
@@ -286,8 +303,14 @@ class StudySettings:
 
     def to_record(self) -> dict[str, Any]:
         """The settings as ``study.json`` and ``summary.json`` record them: the YAML's keys, the
-        sampling ones flat in their place (``top_k`` only when set)."""
-        return write_section(self, STUDY_SAMPLING_KEYS, deep=True)
+        sampling ones flat in their place (``top_k`` only when set). The YAML's paths are
+        recorded relative to the working folder when they lie in it (the checkout's root when run
+        as documented), so a record does not depend on where the repository was cloned."""
+        record = write_section(self, STUDY_SAMPLING_KEYS, deep=True)
+        for key in ("train_config", "warm_start_model"):
+            if record.get(key):
+                record[key] = _portable(record[key])
+        return record
 
     def held_out_sampling(self, settings: TrainSettings) -> SamplingSpec:
         """How this study samples its held-out prompts: :func:`held_out_sampling` of its

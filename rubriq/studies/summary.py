@@ -111,9 +111,17 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
         summary["warm_starts"],
         tier_prompts,
         [(alt, path.name) for alt, path in figures],
+        primary_named=_primary_named(out),
     )
     (out / "summary.md").write_text(text)
     return out / "summary.md"
+
+
+def _primary_named(out: Path) -> bool:
+    """Whether the study's record (``OUT/study.json``, written when it started) names its primary
+    metric: a study run before the setting existed judged the default, named by nobody."""
+    path = out / "study.json"
+    return not path.is_file() or "primary_metric" in json.loads(path.read_text())
 
 
 def summary_markdown(
@@ -126,15 +134,17 @@ def summary_markdown(
     starts: dict[str, list[str]] | None = None,
     tier_prompts: dict[str, int | None] | None = None,
     figures: list[tuple[str, str]] | None = None,
+    primary_named: bool = True,
 ) -> str:
     """The study's tables (summary.md), section by section; ``figures``: (alt text, file name)
     of the figures written beside it (default: the held-out and training-prompt curves and the
-    training signal)."""
+    training signal); ``primary_named``: whether the primary metric was named before the run
+    (False: the header says it is the default)."""
     if figures is None:
         figures = [("held-out curves", "curves.png")]
         figures += [("training-prompt curves", "train_curves.png")] if train_prompts else []
         figures += [("training signal", "training.png")]
-    lines = _header(study, agg, eval_prompts, tier_prompts or {})
+    lines = _header(study, agg, eval_prompts, tier_prompts or {}, primary_named)
     lines += _held_out(study, agg)
     lines += _training_prompts(study, agg, train_prompts)
     for tier in study.eval_tiers:
@@ -185,7 +195,7 @@ def _matched(d: dict) -> str:
     return f"{', '.join(f's{s}' for s in same) or 'none'} ({len(same)} of {len(d['seeds'])})"
 
 
-def _header(study: StudySettings, agg: dict, eval_prompts: int, tier_prompts: dict) -> list[str]:
+def _header(study: StudySettings, agg: dict, eval_prompts: int, tier_prompts: dict, named: bool = True) -> list[str]:
     k, metric = study.sampling.samples, study.primary_metric
     judged = "" if study.primary_tier == "test" else f" on tier `{study.primary_tier}`"
     tiers = "".join(
@@ -195,8 +205,13 @@ def _header(study: StudySettings, agg: dict, eval_prompts: int, tier_prompts: di
         f"# Convergence study ({', '.join(agg['arms'])})",
         "",
         f"{eval_prompts} held-out prompts x {k} samples; {len(study.seeds)} seeds; {study.steps} GRPO steps.{tiers} "
-        "Means over seeds with 95% t-intervals. Primary metric (named before the run): held-out "
-        f"`{metric}`{judged}; time-to-target threshold {study.threshold}.",
+        "Means over seeds with 95% t-intervals. "
+        + (
+            "Primary metric (named before the run): held-out "
+            if named
+            else "Primary metric (the default; this study ran before one was named): held-out "
+        )
+        + f"`{metric}`{judged}; time-to-target threshold {study.threshold}.",
     ]
 
 
