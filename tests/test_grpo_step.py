@@ -203,3 +203,59 @@ def test_rows_with_distinct_prompts_run_as_one_forward():
     assert _shared_prompts(ids, mask, 4) is None  # no completion part
     mask[2, 0] = 0  # same tokens, another mask: another prompt
     assert _shared_prompts(ids, mask, 3) is None
+
+
+def test_the_trainers_sampler_gets_the_training_settings_sampling_not_the_warpers(tmp_path, monkeypatch):
+    """The GRPO trainer's ``generate`` calls carry its typed sampling (temperature, top-p, top-k
+    of the ``GRPOConfig``) to the static sampler, which samples with exactly those values."""
+    import rubriq.models.generation as generation
+    from rubriq.models.generation import GenerationFlags
+    from rubriq.models.sampling import SamplingSpec
+    from rubriq.training.grpo import _training_sampling
+
+    monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
+    from rubriq.data.prompts import PromptSpec, synthesis_rows
+    from rubriq.models import load_tokenizer, tiny_model
+    from rubriq.training.grpo import build_grpo_trainer
+
+    rows = synthesis_rows(
+        PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(), formats=("qasm2",))
+    )
+    tokenizer = load_tokenizer("embedded")
+    plans = []
+    original = generation.decode_plan
+
+    def spy(model, input_ids, kwargs, spec=None):
+        plans.append((spec, original(model, input_ids, kwargs, spec)))
+        return plans[-1][1]
+
+    monkeypatch.setattr(generation, "decode_plan", spy)
+    trainer = build_grpo_trainer(
+        tiny_model(tokenizer),
+        tokenizer,
+        rows,
+        grpo_args=dict(
+            output_dir=str(tmp_path / "out"),
+            per_device_train_batch_size=4,
+            num_generations=4,
+            max_completion_length=6,
+            max_steps=1,
+            use_cpu=True,
+            bf16=False,
+            gradient_checkpointing=False,
+            temperature=0.7,
+            top_p=0.9,
+            top_k=5,
+            save_strategy="no",
+        ),
+        lora=dict(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj"]),
+        generation=GenerationFlags(sampler="static"),
+    )
+    trainer.train()
+    expected = SamplingSpec(temperature=0.7, top_p=0.9, top_k=5, samples=4, max_new_tokens=6)
+    assert plans and all(spec == expected for spec, _ in plans)
+    assert all((p.temperature, p.top_p, p.top_k) == (0.7, 0.9, 5) for _, p in plans if p is not None)
+    assert any(p is not None for _, p in plans)  # the static sampler ran, with the spec's values
+    # generation_kwargs that change the sampling: the resolved generation config samples (no spec)
+    trainer.args.generation_kwargs = {"temperature": 0.5}
+    assert _training_sampling(trainer.args) is None

@@ -32,6 +32,7 @@ and ``torch.multinomial``: the same distribution (tested by frequencies), other 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -48,6 +49,7 @@ from rubriq.models.decoding import (
     decode_plan,
     fence_token_ids,
 )
+from rubriq.models.sampling import SamplingSpec
 
 __all__ = [
     "COMPACT_FRACTION",
@@ -159,6 +161,10 @@ class GenerateOptions:
     sampler: Sampler = "generate"
     drop_finished_rows: bool = True
     """With the ``loop`` or ``static`` sampler: the rows that ended leave the batch (:func:`decode`)."""
+    sampling: SamplingSpec | None = None
+    """The sampling of the calls that name none (``sampling=``): what the GRPO trainer's ``generate``
+    calls sample (its temperature, top-p and top-k from the typed training settings), handed to the
+    ``loop`` and ``static`` samplers as it is, not read back from transformers' warpers."""
 
     @classmethod
     def from_flags(cls, flags: GenerationFlags, tokenizer: Any = None) -> GenerateOptions:
@@ -192,7 +198,7 @@ def prefix_generate(generate, model: Any, input_ids=None, attention_mask=None, *
             return prefix_generate(generate, model, input_ids, attention_mask, **kwargs)
         finally:
             model.train()
-    spec = kwargs.pop("sampling", None)
+    spec = kwargs.pop("sampling", None) or options.sampling
     if options.end_after_block is not None and input_ids is not None:
         fence_ids, eos = options.end_after_block
         processors = LogitsProcessorList(kwargs.pop("logits_processor", None) or [])
@@ -235,13 +241,18 @@ def prefix_generate(generate, model: Any, input_ids=None, attention_mask=None, *
     return generate(input_ids=input_ids, attention_mask=attention_mask, cache=cache, **kwargs)
 
 
-def install_prefix_generate(model: Any, tokenizer: Any = None, flags: GenerationFlags | None = None) -> Any:
+def install_prefix_generate(
+    model: Any, tokenizer: Any = None, flags: GenerationFlags | None = None, sampling: SamplingSpec | None = None
+) -> Any:
     """Make ``model.generate`` pre-fill shared prompts once (instance attribute; idempotent) and
     sample as ``flags`` say (:class:`GenerationFlags`; None: transformers' ``generate`` with
-    nothing else changed); ``end_after_code_block`` needs ``tokenizer``."""
+    nothing else changed); ``end_after_code_block`` needs ``tokenizer``. ``sampling``: the
+    :class:`~rubriq.models.sampling.SamplingSpec` of calls that pass none (the GRPO trainer's)."""
     if getattr(model.generate, "_rubriq_prefix", False):
         return model
     options = GenerateOptions.from_flags(flags or GenerationFlags.of_generate(False), tokenizer)
+    if sampling is not None:
+        options = dataclasses.replace(options, sampling=sampling)
     model.generate = _wrap(model, model.generate, options)
     return model
 
@@ -250,8 +261,6 @@ def generate_with_options(model: Any, **changes: Any):
     """``model.generate`` with these :class:`GenerateOptions` fields changed, as a new function
     (``model`` is left as it is): the options :func:`install_prefix_generate` gave it, or the
     defaults for a plain ``generate``."""
-    import dataclasses
-
     current = model.generate
     if getattr(current, "_rubriq_prefix", False):
         inner = current.args[0]

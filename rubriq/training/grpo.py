@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from rubriq.models.generation import GenerationFlags, install_prefix_generate
+from rubriq.models.sampling import SamplingSpec
 from rubriq.reward import RubricRewards
 from rubriq.training.callbacks import quiet_progress
 
@@ -153,6 +154,23 @@ def _shared_prompt_hidden(lm, decoder, input_ids, attention_mask, logits_to_keep
     return torch.cat([prompt_hidden[inverse], completion_hidden[:, :-1]], dim=1)
 
 
+def _training_sampling(args) -> SamplingSpec | None:
+    """The sampling of the trainer's ``generate`` calls, from its typed ``GRPOConfig`` (the
+    temperature, top-p and top-k the YAML's ``grpo`` settings gave it): the ``loop`` / ``static``
+    samplers take it as it is instead of reading it back from transformers' logits warpers. None
+    when ``generation_kwargs`` overrides any of them (then the call's resolved generation config
+    is what samples)."""
+    if set(args.generation_kwargs or {}) & {"temperature", "top_p", "top_k", "do_sample"}:
+        return None
+    return SamplingSpec(
+        temperature=float(args.temperature),
+        top_p=float(args.top_p),
+        top_k=None if args.top_k is None else int(args.top_k),
+        samples=int(args.num_generations),
+        max_new_tokens=int(args.max_completion_length),
+    )
+
+
 def _trainer_class():
     from trl import GRPOTrainer
 
@@ -170,7 +188,7 @@ def _trainer_class():
             self.cpu_logprobs = flags.cpu_logprobs
             self.shared_prompt_update = flags.shared_prompt_update
             if flags.shared_prompt_prefill and not getattr(self.args, "use_vllm", False):
-                install_prefix_generate(self.model, self.processing_class, flags)
+                install_prefix_generate(self.model, self.processing_class, flags, _training_sampling(self.args))
 
         def _generate_and_score_completions(self, inputs):
             out = super()._generate_and_score_completions(inputs)
