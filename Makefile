@@ -84,9 +84,11 @@ test-llamacpp: setup
 	  $(LLAMACPP_VENV)/bin/python -m pip install --quiet "llama-cpp-python[server]==$(LLAMACPP_VERSION)"
 	RUBRIQ_LLAMACPP=1 RUBRIQ_LLAMACPP_PYTHON=$(LLAMACPP_VENV)/bin/python $(PY) -m pytest tests/test_llamacpp.py -p no:cacheprovider
 
-# The CPU quickstart: embedded model -> SFT -> GRPO -> before/after report in runs/quickstart/.
+# The rewriting study's policies side by side from the committed weights (base, warm-start, GRPO) on
+# held-out rewrite prompts, and a few GRPO steps: report in runs/demo/ (`rubriq quickstart`: the
+# whole pipeline from SFT on, report in runs/quickstart/).
 demo: setup
-	$(VENV)/bin/rubriq quickstart
+	$(VENV)/bin/rubriq study demo
 
 bench: setup
 	$(PY) benchmarks/bench_fidelity.py
