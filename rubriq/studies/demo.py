@@ -151,13 +151,18 @@ def circuit_text(qasm: str) -> str:
 
 
 def completion_qasm(text: str) -> str:
-    """The QASM of a completion's code block (the extraction cascade's QASM path: no Python runs)."""
+    """The circuit of a completion as OpenQASM 2, extracted as the rubric extracted it: the
+    program from its ``OPENQASM`` header, else its first code block that yields a circuit (a
+    Python block runs in the sandbox, as when it was scored)."""
     from qiskit import qasm2
 
     from rubriq.config import ExtractionConfig
-    from rubriq.extract.cascade import fenced_block
+    from rubriq.extract.cascade import NotApplicable, direct_qasm, fenced_block
 
-    return qasm2.dumps(fenced_block(text, ExtractionConfig()))
+    try:
+        return qasm2.dumps(direct_qasm(text, ExtractionConfig()))
+    except NotApplicable:
+        return qasm2.dumps(fenced_block(text, ExtractionConfig()))
 
 
 def sample_policy(label: str, model_name: str, rows: list[dict], settings: DemoSettings) -> list:
@@ -345,9 +350,9 @@ def report_lines(settings: DemoSettings, rows: list[dict], summary: dict, shown)
             "",
             "The output as the policy wrote it:",
             "",
-            "```",
+            "````",  # four: the completion has its own ``` fence
             record.text.strip(),
-            "```",
+            "````",
         ]
     lines += ["", "## GRPO steps", ""]
     grpo = summary["grpo"]
