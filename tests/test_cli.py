@@ -60,6 +60,8 @@ def documented_commands(doc: Path = WALKED) -> list[str]:
 
 # Not run here, with the reason (each is tested elsewhere at a small size).
 NOT_RUN = {
+    "rubriq study demo": "samples the committed 135M policies for minutes; tests/test_demo.py runs the demo "
+    "end to end on a tiny policy",
     "rubriq study convergence configs/studies/learning_cpu.yaml": "hours of CPU; tests/test_study.py runs the study with the tiny model",
     "python rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml": "the paper's 7B model; tests/test_train_entry.py runs the entry point with the tiny model",
     "accelerate launch --num_processes 4 rubriq/training/train_rubriq.py --rubriq_config configs/rubriq_grpo.yaml": "4 GPUs; tests/test_multiprocess.py runs 2 CPU processes through accelerate",
