@@ -183,7 +183,6 @@ def run_grpo(settings: DemoSettings, out: Path) -> dict[str, Any]:
     per-step reward, loss and seconds."""
     from rubriq.models import load_model, load_tokenizer
     from rubriq.reward import RubricRewards
-    from rubriq.studies.settings import ArmSettings
     from rubriq.training.config import TrainSettings
     from rubriq.training.train_rubriq import build
 
@@ -192,14 +191,12 @@ def run_grpo(settings: DemoSettings, out: Path) -> dict[str, Any]:
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     base = TrainSettings.from_yaml(settings.train_config)
-    arm = ArmSettings(reward=settings.reward)
     train = dataclasses.replace(
         base,
         output_dir=str(out / "grpo"),
         data=dataclasses.replace(base.data, dataset=str(data_dir), split="train", build={}),
         grpo=base.grpo.replace(max_steps=settings.grpo_steps, save_strategy="no", logging_steps=1, seed=0),
         reward=dataclasses.replace(base.reward, kind=settings.reward),
-        rubric=arm.rubric_config(base.rubric),
         sft=dataclasses.replace(base.sft, enabled=False),
         generation=dataclasses.replace(base.generation, sampler=settings.sampler),
     )
