@@ -76,8 +76,9 @@ def test_bad_settings_are_named(tmp_path):
     for body, words in [
         ({"count": 0}, "count must be >= 1"),
         ({"grpo_from": "nobody"}, "grpo_from 'nobody' is not a policy"),
-        ({"sampling": {"temprature": 1.0}}, "unknown sampling key 'temprature'"),
-        ({"colour": 1}, "unknown key(s) ['colour']"),
+        ({"sampling": {"temperature": 1.0}}, "give samples, temperature"),
+        ({"temprature": 1.0}, "unknown key(s) ['temprature']"),
+        ({"samples": 0}, "samples must be >= 1"),
     ]:
         bad.write_text(yaml.safe_dump(body))
         with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
@@ -104,7 +105,9 @@ def test_the_demo_runs_end_to_end_on_a_tiny_policy(tmp_path, monkeypatch):
                 "prompts": str(PROMPTS),
                 "train_prompts": str(TRAIN),
                 "count": 2,
-                "sampling": {"temperature": 1.0, "samples": 2, "max_new_tokens": 6, "seed": 0},
+                "temperature": 1.0,
+                "samples": 2,
+                "max_new_tokens": 6,
                 "policies": {"tiny": str(policy), "GRPO": str(tmp_path / "not-there")},
                 "train_config": str(train),
                 "grpo_from": "tiny",

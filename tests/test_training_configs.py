@@ -35,6 +35,13 @@ def test_every_shipped_config_loads(path):
         assert len(curve.eval_at) >= 4 and 0 < curve.goal_reduction < 1
         TrainSettings.from_yaml(path.parent / curve.train_config)
         return
+    if path.name == "demo_rewriting.yaml":  # make demo (rubriq study demo)
+        from rubriq.studies.demo import DemoSettings
+
+        demo = DemoSettings.from_yaml(path)
+        assert demo.grpo_from in demo.policies and demo.sampling.samples >= 1
+        TrainSettings.from_yaml(ROOT / demo.train_config)
+        return
     if "train_config" in data:  # a study (configs/studies/)
         from rubriq.studies.convergence import StudySettings
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rubriq.config import ConfigError, from_dict, load_yaml_mapping
+from rubriq.config import ConfigError, load_yaml_mapping
 from rubriq.models.generation import Sampler
 from rubriq.models.sampling import SamplingSpec
 
@@ -72,13 +72,13 @@ class DemoSettings:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> DemoSettings:
-        """The settings of a YAML file; an unknown key or a bad value is a :class:`ConfigError`."""
-        data = load_yaml_mapping(path)
-        try:
-            sampling = SamplingSpec.from_dict(data.pop("sampling", None), base=cls().sampling)
-            settings = dataclasses.replace(from_dict(cls, data), sampling=sampling)
-        except (ConfigError, ValueError) as exc:
-            raise ConfigError(f"{path}: {exc}") from None
+        """The settings of a YAML file, the sampling keys (samples, temperature, top_p, top_k,
+        max_new_tokens, seed) flat beside the others as in every RubriQ YAML; an unknown key or a
+        bad value is a :class:`ConfigError` naming it."""
+        from rubriq.models.sampling import read_section
+
+        names = {name: name for name in ("samples", "temperature", "top_p", "top_k", "max_new_tokens", "seed")}
+        settings = read_section(cls, load_yaml_mapping(path), cls().sampling, names, str(path))
         settings.validate()
         return settings
 
