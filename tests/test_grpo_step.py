@@ -58,9 +58,12 @@ def test_one_grpo_step_logs_every_dimension_and_scores_each_completion_once(tmp_
     assert trainer.args.reward_weights == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # TRL's reward is the engine's R
 
 
-def _tiny_trainer(tmp_path, monkeypatch, dtype: str, batch: int, generations: int, lora_modules: list[str]):
+def _tiny_trainer(
+    tmp_path, monkeypatch, dtype: str, batch: int, generations: int, lora_modules: list[str], generation=None, **grpo
+):
     """A one-step GRPO trainer of the tiny random model (in ``dtype``) with a LoRA adapter on
-    ``lora_modules``, and its tokenizer."""
+    ``lora_modules``, and its tokenizer; ``generation``: its GenerationFlags, ``grpo``: GRPOConfig
+    fields over the defaults here."""
     import torch
 
     monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
@@ -86,8 +89,10 @@ def _tiny_trainer(tmp_path, monkeypatch, dtype: str, batch: int, generations: in
             gradient_checkpointing=False,
             temperature=0.7,
             save_strategy="no",
+            **grpo,
         ),
         lora=dict(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=lora_modules, init_lora_weights=False),
+        generation=generation,
     )
     return trainer, tokenizer
 
@@ -213,15 +218,6 @@ def test_the_trainers_sampler_gets_the_training_settings_sampling_not_the_warper
     from rubriq.models.sampling import SamplingSpec
     from rubriq.training.grpo import _training_sampling
 
-    monkeypatch.setenv("RUBRIQ_CACHE", str(tmp_path / "cache"))
-    from rubriq.data.prompts import PromptSpec, synthesis_rows
-    from rubriq.models import load_tokenizer, tiny_model
-    from rubriq.training.grpo import build_grpo_trainer
-
-    rows = synthesis_rows(
-        PromptSpec(qft_sizes=(2,), qpe_sizes=(), hamiltonian_sizes=(), encoding_sizes=(), formats=("qasm2",))
-    )
-    tokenizer = load_tokenizer("embedded")
     plans = []
     original = generation.decode_plan
 
@@ -230,26 +226,17 @@ def test_the_trainers_sampler_gets_the_training_settings_sampling_not_the_warper
         return plans[-1][1]
 
     monkeypatch.setattr(generation, "decode_plan", spy)
-    trainer = build_grpo_trainer(
-        tiny_model(tokenizer),
-        tokenizer,
-        rows,
-        grpo_args=dict(
-            output_dir=str(tmp_path / "out"),
-            per_device_train_batch_size=4,
-            num_generations=4,
-            max_completion_length=6,
-            max_steps=1,
-            use_cpu=True,
-            bf16=False,
-            gradient_checkpointing=False,
-            temperature=0.7,
-            top_p=0.9,
-            top_k=5,
-            save_strategy="no",
-        ),
-        lora=dict(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj"]),
+    trainer, _ = _tiny_trainer(
+        tmp_path,
+        monkeypatch,
+        "float32",
+        4,
+        4,
+        ["q_proj"],
         generation=GenerationFlags(sampler="static"),
+        max_completion_length=6,
+        top_p=0.9,
+        top_k=5,
     )
     trainer.train()
     expected = SamplingSpec(temperature=0.7, top_p=0.9, top_k=5, samples=4, max_new_tokens=6)
