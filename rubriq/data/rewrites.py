@@ -22,17 +22,52 @@ verified equivalent), so that a completion's T can be compared with both.  :func
 undoes a random subset of the planted reductions: correct answers with every T-count from
 ``t0`` down to ``t_planted`` (the SFT warm-start's answers, so that GRPO has correct answers of
 different T to compare).
+
+**Answer formats** (``answer_format``, the SFT answers ``sft_answers``).  ``circuit`` (the
+default): the answer is the rewritten circuit's OpenQASM 2.0 (``qasm2.dumps``), nothing else.
+``pairs``: the same circuit, preceded by one comment line per planted redundancy the answer
+removes (kept ones are not named), in circuit order, so that the model names the gates it
+removes before it writes the circuit (a short chain of thought)::
+
+    // cancel 2 t q[1] + 3 tdg
+    // merge 6 t q[1] + 10 t -> s
+    OPENQASM 2.0;
+    include "qelib1.inc";
+    ...
+
+A number is a gate's position among the gate statements of the INPUT circuit as the prompt
+shows it (1-based: the first statement after ``qreg`` is 1); the first gate is written as its
+statement there (without ``;``), the second by its name only: the two act on the same qubit.
+``cancel A + B``: the two gates multiply to the identity and both go; ``merge A + B -> C``:
+gate A becomes the Clifford C on that qubit (in A's place) and gate B goes.  The input with
+exactly these edits is equivalent to the input and to the answer's circuit.  A ``parity`` pair
+names its two T-type gates inside the ``cx`` sandwiches (a merged Clifford sits between the
+first sandwich's ``cx`` gates; the answer's circuit also drops the ``cx`` pairs left around
+nothing).  A line costs 15-23 tokens of SmolLM2's tokenizer; an answer of the rewriting study's
+SFT corpus, fenced as the warm-start learns it, 108 in the median and 188 at most, under GRPO's
+192-token completion limit (writing the qubit again after the second gate and after the
+Clifford would cost 4-8 more per line and push 6 of its 800 answers past that limit).  The
+comment lines come before the ``OPENQASM`` header: Qiskit's OpenQASM 2 parser reads comments
+there (the extraction's ``direct_qasm`` starts at the header, its ``fenced_block`` loads the
+block whole: both give the same circuit), and :func:`rubriq.studies.analysis.rewrite_copies`
+skips ``//`` lines, so the format changes no score and a copy of the input with comment lines is
+still a copy.  The format draws no random number and reorders nothing: the circuits and every
+other column are those of ``circuit``.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from qiskit import QuantumCircuit, qasm2
 
 REDUNDANCY_KINDS = ("adjacent", "commuting", "parity")
+ANSWER_FORMATS = ("circuit", "pairs")
+"""``RewriteGeneratorSpec.answer_format``: the SFT answer as the circuit alone, or with the
+cancelled pairs named before it (the module docstring)."""
 Gate = tuple[str, tuple[int, ...]]
 """A gate as (QuantumCircuit method name, qubits)."""
 PAIRS = {
@@ -42,6 +77,11 @@ PAIRS = {
     ("t", "t"): "s",
     ("tdg", "tdg"): "sdg",
 }
+
+
+PAIR_SLOTS = {"adjacent": (0, -1), "commuting": (0, -1), "parity": (1, -2)}
+"""Kind -> where its two T-type gates sit in ``Planted.written`` (a parity pair: inside the
+first and the last ``cx`` sandwich)."""
 
 
 @dataclass(frozen=True)
@@ -72,12 +112,18 @@ class RewriteGeneratorSpec:
     target_t_best: bool = True
     """Put the PyZX optimum into the target as ``t_best`` (the relative T score's full-credit
     point, ``tcount.mode: relative``); needs ``optimum``."""
+    answer_format: Literal["circuit", "pairs"] = "circuit"
+    """How an SFT answer is written: ``circuit``, the circuit alone; ``pairs``, one comment line
+    per removed planted redundancy naming its two gates by their position in the input, then the
+    circuit (the module docstring)."""
 
     def __post_init__(self) -> None:
         if self.count < 1 or self.answers < 1:
             raise ValueError(f"count and answers must be >= 1, got count={self.count}, answers={self.answers}")
         if not 0.0 <= self.keep_probability <= 1.0:
             raise ValueError(f"keep_probability must lie in [0, 1], got {self.keep_probability}")
+        if self.answer_format not in ANSWER_FORMATS:
+            raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, got {self.answer_format!r}")
         if self.target_t_best and not self.optimum:
             raise ValueError("target_t_best needs optimum: true (t_best is the recorded PyZX optimum)")
         unknown = set(self.kinds) - set(REDUNDANCY_KINDS)
@@ -94,6 +140,12 @@ class Planted:
     kind: str
     written: list[Gate]
     reduced: list[Gate]
+
+    def pair(self) -> tuple[int, int]:
+        """The indices in ``written`` of the two T-type gates that the redundancy removes or
+        merges (the ``PAIRS`` key), as :func:`_plant` writes each kind."""
+        first, second = PAIR_SLOTS[self.kind]
+        return first % len(self.written), second % len(self.written)
 
 
 @dataclass
@@ -127,6 +179,38 @@ class SmallRewrite:
 
     def qasm(self, keep: set[int] | None = None) -> str:
         return qasm2.dumps(self.circuit(keep))
+
+    def pair_lines(self, keep: set[int] | None = None) -> list[str]:
+        """The ``pairs`` answer format's comment lines (the module docstring) for the answer
+        ``circuit(keep)``: one per planted redundancy NOT in ``keep`` (``keep=None``: none, the
+        input), in circuit order, each naming its two gates by their 1-based position among the
+        input circuit's gate statements."""
+        lines: list[str] = []
+        position = 0  # gate statements of the input circuit before this piece
+        index = 0
+        for kind, piece in self.pieces:
+            if kind == "gate":
+                position += 1
+                continue
+            if keep is not None and index not in keep:
+                a, b = piece.pair()
+                (first, (q,)), (second, _) = piece.written[a], piece.written[b]
+                named = f"{position + a + 1} {first} q[{q}] + {position + b + 1} {second}"
+                clifford = PAIRS[(first, second)]
+                lines.append(f"// cancel {named}" if clifford is None else f"// merge {named} -> {clifford}")
+            position += len(piece.written)
+            index += 1
+        return lines
+
+    def answer(self, keep: set[int] | None = None, answer_format: str = "circuit") -> str:
+        """An SFT answer: ``qasm(keep)``, with ``pair_lines(keep)`` before it in the ``pairs``
+        format."""
+        text = self.qasm(keep)
+        if answer_format == "circuit":
+            return text
+        if answer_format != "pairs":
+            raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, got {answer_format!r}")
+        return "".join(line + "\n" for line in self.pair_lines(keep)) + text
 
 
 def _append(qc: QuantumCircuit, name: str, qubits: tuple[int, ...]) -> None:
@@ -262,18 +346,25 @@ def generate(spec: RewriteGeneratorSpec = RewriteGeneratorSpec()) -> list[SmallR
     return out
 
 
-def partial_rewrite(
+def partial_keep(
     task: SmallRewrite, rng: np.random.Generator, keep_probability: float = 0.5, copies: bool = True
-) -> QuantumCircuit:
-    """An equivalent circuit that keeps each planted redundancy with ``keep_probability`` (as
-    written) and reduces the others: its T-count lies between ``t_planted`` and ``t0``.  With
-    ``copies=False`` a draw that keeps every redundancy has one of them (at random) reduced, so
-    the answer always has fewer T gates than the input."""
+) -> set[int]:
+    """The planted redundancies a partial rewrite keeps (as written): each with
+    ``keep_probability``.  With ``copies=False`` a draw that keeps every redundancy has one of
+    them (at random) reduced, so the answer always has fewer T gates than the input."""
     n = len(task.planted)
     keep = {i for i in range(n) if rng.random() < keep_probability}
     if not copies and n and len(keep) == n:
         keep.discard(int(rng.integers(n)))
-    return task.circuit(keep)
+    return keep
+
+
+def partial_rewrite(
+    task: SmallRewrite, rng: np.random.Generator, keep_probability: float = 0.5, copies: bool = True
+) -> QuantumCircuit:
+    """An equivalent circuit that keeps the planted redundancies of :func:`partial_keep` (as
+    written) and reduces the others: its T-count lies between ``t_planted`` and ``t0``."""
+    return task.circuit(partial_keep(task, rng, keep_probability, copies))
 
 
 def rewrite_record(task: SmallRewrite, with_optimum: bool = True) -> dict:
@@ -302,7 +393,8 @@ def small_rewrite_rows(
     """Dataset rows (``rows.target_row`` with the ``circuit`` target) for the generated
     circuits, with the recorded facts and ``sft_answers``: ``spec.answers`` partial rewrites
     (QASM) for the warm-start (see :func:`partial_rewrite`), so that the warm-started policy has
-    learned several correct answers of different T per prompt, not one."""
+    learned several correct answers of different T per prompt, not one; written in
+    ``spec.answer_format``."""
     from rubriq.data.rows import target_row
     from rubriq.targets.circuit import CircuitTarget
 
@@ -313,7 +405,8 @@ def small_rewrite_rows(
         t_best = {"t_best": facts["t_pyzx"]} if spec.target_t_best else {}
         target = CircuitTarget(qasm=facts["qasm"], **t_best)
         sft_answers = [
-            qasm2.dumps(partial_rewrite(task, rng, spec.keep_probability, spec.copies)) for _ in range(spec.answers)
+            task.answer(partial_keep(task, rng, spec.keep_probability, spec.copies), spec.answer_format)
+            for _ in range(spec.answers)
         ]
         row = target_row(
             target,
@@ -335,11 +428,14 @@ def small_rewrite_rows(
 
 
 __all__ = [
+    "ANSWER_FORMATS",
+    "PAIR_SLOTS",
     "REDUNDANCY_KINDS",
     "RewriteGeneratorSpec",
     "SmallRewrite",
     "generate",
     "generate_one",
+    "partial_keep",
     "partial_rewrite",
     "pyzx_optimum",
     "rewrite_record",
