@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from rubriq.rubric.engine import DIMENSIONS
-from tests.tiny import TINY_GRPO, TINY_SFT, tiny_build, tiny_quickstart, tiny_training
+from tests.tiny import TINY_GRPO, TINY_SFT, tiny_adapter, tiny_build, tiny_quickstart, tiny_training
 
 pytest.importorskip("trl")
 
@@ -902,32 +902,6 @@ def test_the_rewriting_study_config_is_its_preregistration(tmp_path):
 
 
 # -- the rewriting study's machinery: an adapter warm-start, units kept and restored, group logs ----
-def _tiny_adapter(folder):
-    """A LoRA adapter on a tiny random model saved beside it (base given relative to the adapter,
-    as RubriQ writes it), with non-zero B so that merging changes the weights."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-
-    from rubriq.models import load_tokenizer, tiny_model
-
-    tokenizer = load_tokenizer()
-    base = folder.parent / "base"
-    tiny_model(tokenizer, seed=3).save_pretrained(base)
-    tokenizer.save_pretrained(base)
-    model = get_peft_model(
-        tiny_model(tokenizer, seed=3), LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"])
-    )
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "lora_B" in name:
-                p.fill_(0.01)
-    model.save_pretrained(folder)
-    config = json.loads((folder / "adapter_config.json").read_text())
-    config["base_model_name_or_path"] = "../base"
-    (folder / "adapter_config.json").write_text(json.dumps(config))
-    return folder
-
-
 @pytest.fixture(scope="module")
 def units_run(tmp_path_factory):
     """Two arms x 1 seed x 2 steps from a LoRA adapter warm-start, the same evaluation seed at
@@ -936,7 +910,7 @@ def units_run(tmp_path_factory):
 
     os.environ.setdefault("RUBRIQ_CACHE", str(tmp_path_factory.mktemp("cache")))
     tmp = tmp_path_factory.mktemp("units")
-    _tiny_adapter(tmp / "models" / "adapter")
+    tiny_adapter(tmp / "models" / "adapter")
     train = tiny_training(LEARNING, sft={"enabled": False}, grpo=TINY_GRPO)
     (tmp / "train.yaml").write_text(yaml.safe_dump(train))
     study = {

@@ -35,6 +35,13 @@ def test_every_shipped_config_loads(path):
         assert len(curve.eval_at) >= 4 and 0 < curve.goal_reduction < 1
         TrainSettings.from_yaml(path.parent / curve.train_config)
         return
+    if "train_config" in data and "pool_split" in data:  # rejection-sampling fine-tuning (rubriq study rft)
+        from rubriq.studies.rft import RftSettings
+
+        rft = RftSettings.from_yaml(path)
+        train = TrainSettings.from_yaml(rft.train_config)
+        assert rft.eval_split != "test" and rft.pool_split != rft.eval_split and train.sft.enabled
+        return
     if path.name == "demo_rewriting.yaml":  # make demo (rubriq study demo)
         from rubriq.studies.demo import DemoSettings
 

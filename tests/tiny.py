@@ -59,3 +59,32 @@ def tiny_quickstart(build: dict) -> dict:
     (:data:`TINY_EVALUATION`), 2 GRPO steps logged each step, no checkpoints."""
     grpo = {**TINY_GRPO, "max_steps": 2, "logging_steps": 1, "save_strategy": "no"}
     return tiny_training(build, sft=TINY_SFT, evaluation=TINY_EVALUATION, grpo=grpo)
+
+
+def tiny_adapter(folder):
+    """A LoRA adapter (r 2 on q_proj and v_proj) on a tiny random model saved beside it in
+    ``folder/../base`` (the base named relative to the adapter, as RubriQ writes it), with
+    non-zero B so that merging changes the weights; returns ``folder``."""
+    import json
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from rubriq.models import load_tokenizer, tiny_model
+
+    tokenizer = load_tokenizer()
+    base = folder.parent / "base"
+    tiny_model(tokenizer, seed=3).save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    model = get_peft_model(
+        tiny_model(tokenizer, seed=3), LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"])
+    )
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.fill_(0.01)
+    model.save_pretrained(folder)
+    config = json.loads((folder / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = "../base"
+    (folder / "adapter_config.json").write_text(json.dumps(config))
+    return folder

@@ -111,6 +111,28 @@ def study_sft_curve(
     console.print(f"curve: {report}", markup=False)
 
 
+@study_app.command("rft")
+def study_rft(
+    config: Path = typer.Argument(..., metavar="YAML", help="RFT YAML (configs/studies/rewriting_rft.yaml)."),
+    out: Path | None = typer.Option(None, metavar="DIR", help="Output folder (default: the YAML's output_dir)."),
+    commit: bool = typer.Option(
+        False,
+        "--commit",
+        help="Copy the summary, pool statistics, dataset and adapter into the YAML's results_dir and commit it.",
+    ),
+) -> None:
+    """Rejection-sampling fine-tuning: the warm-start samples a prompt pool, its verified correct
+    reductions (correct, fewer T) are kept, its adapter is trained further on them, and both are
+    evaluated on held-out prompts with the same sampling seed. Resumable."""
+    from rubriq.studies import rft
+
+    check(config.is_file(), "YAML", f"no such file: {config}")
+    with reported():
+        report = rft.run(config, out, commit=commit, progress=lambda m: console.print(f"rft: {m}", markup=False))
+    console.print(report.read_text(), markup=False)
+    console.print(f"summary: {report}", markup=False)
+
+
 @study_app.command("compare")
 def study_compare(
     first: Path = typer.Argument(..., metavar="RUN_A", help="An arm-seed folder (OUT/arms/ARM/seedS)."),

@@ -296,33 +296,58 @@ def wilson(k: int, n: int, level: float = 0.95) -> tuple[float | None, float | N
     return (k / n, float(ci.low), float(ci.high))
 
 
+def reductions_by_prompt(records: list[dict], eps: float = EPS) -> dict[str, list[float]]:
+    r"""Per prompt (``prompt_id``) of the rewrite samples among ``records`` (the others are
+    skipped): 1.0 for each sample that is a correct reduction, else 0.0
+    (:func:`rubriq.studies.analysis.rewrite_outcome`).
+
+    >>> spec = '{"algorithm": "circuit", "qasm": "qreg q[1];\\nt q[0];\\nt q[0];\\n"}'
+    >>> rec = lambda text, f: {"prompt_id": "a", "target": spec, "t0": 2, "text": text,
+    ...                        "result": {"parsed": True, "average_fidelity": f, "t_count": 0}}
+    >>> reductions_by_prompt([rec("qreg q[1];\ns q[0];", 1.0), rec("qreg q[1];", 0.5)])
+    {'a': [1.0, 0.0]}
+    """
+    from rubriq.studies.analysis import rewrite_outcome
+
+    by: dict[str, list[float]] = {}
+    for r in records:
+        outcome = rewrite_outcome(r, eps)
+        if outcome is not None:
+            by.setdefault(str(r.get("prompt_id")), []).append(1.0 if outcome == "reduction" else 0.0)
+    return by
+
+
+def reduction_change(
+    before: dict[str, list[float]], after: dict[str, list[float]]
+) -> tuple[float | None, float | None, float | None]:
+    """The paired change of the correct-reduction rate from ``before`` to ``after``
+    (:func:`reductions_by_prompt` of each): the mean over the prompts both hold of the
+    per-prompt rate after minus before, with its 95% t-interval over prompts (samples of one
+    prompt are not independent, prompts are).
+
+    >>> reduction_change({"a": [0.0, 0.0], "b": [1.0, 0.0]}, {"a": [1.0, 0.0], "b": [1.0, 0.0]})[0]
+    0.25
+    """
+    return mean_ci([statistics.fmean(after[p]) - statistics.fmean(before[p]) for p in after if p in before])
+
+
 def reductions_per_step(out: Path, study: StudySettings) -> list[dict[str, Any]]:
     """Per finished arm-seed, prompt set and evaluated step: the correct reductions (correct with
     T < T0) among the rewrite samples with their Wilson interval, the prompts with at least one,
     and the per-prompt paired change of the reduction rate from step 0 (mean over prompts, 95%
     t-interval over prompts; with ``same_eval_seed`` both steps drew the same random numbers)."""
-    from rubriq.studies.analysis import rewrite_outcome
-
-    def per_prompt(records: list[dict]) -> dict[str, list[float]]:
-        by: dict[str, list[float]] = {}
-        for r in records:
-            outcome = rewrite_outcome(r, EPS)
-            if outcome is not None:
-                by.setdefault(str(r.get("prompt_id")), []).append(1.0 if outcome == "reduction" else 0.0)
-        return by
-
     found = []
     for name in study.arms:
         for seed, _ in layout.finished_arm_seeds(out, study, name):
             for split in ["test", *(["train"] if study.train_eval_prompts else []), *study.eval_tiers]:
-                base = per_prompt(layout.read_jsonl(layout.step0_records(out, split, seed)))
+                base = reductions_by_prompt(layout.read_jsonl(layout.step0_records(out, split, seed)))
                 for step in study.tier_steps(split):
                     records = layout.read_jsonl(layout.eval_records(out, study, name, seed, split, step))
                     if not records:
                         continue
-                    now = per_prompt(records)
+                    now = reductions_by_prompt(records)
                     flat = [v for vs in now.values() for v in vs]
-                    change = mean_ci([statistics.fmean(now[p]) - statistics.fmean(base[p]) for p in now if p in base])
+                    change = reduction_change(base, now)
                     found.append(
                         {
                             "arm": name,
@@ -403,6 +428,8 @@ __all__ = [
     "collect",
     "correlations",
     "paired_from_step0",
+    "reduction_change",
+    "reductions_by_prompt",
     "series",
     "time_to_target",
     "warm_starts",

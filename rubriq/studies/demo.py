@@ -120,14 +120,15 @@ def committed(model: str) -> bool:
     return (folder / "adapter_config.json").is_file() or (folder / "config.json").is_file()
 
 
-def outcome_counts(records: list) -> dict[str, int]:
+def outcome_counts(records: list, eps: float | None = None) -> dict[str, int]:
     """How many samples fell in each :data:`OUTCOMES` class (the study's definition, one place:
-    :func:`rubriq.studies.analysis.rewrite_outcome`)."""
+    :func:`rubriq.studies.analysis.rewrite_outcome`; ``eps``: 1 - the rubric's correctness
+    threshold, None: the default threshold's)."""
     from rubriq.studies.analysis import rewrite_outcome
 
     counts = dict.fromkeys(OUTCOMES, 0)
     for record in records:
-        counts[rewrite_outcome(record) or "wrong"] += 1
+        counts[(rewrite_outcome(record) if eps is None else rewrite_outcome(record, eps)) or "wrong"] += 1
     return counts
 
 

@@ -106,8 +106,9 @@ class SftCurveSettings:
         return read_section(cls, data, CURVE_SAMPLING, CURVE_SAMPLING_KEYS, str(path))
 
 
-def training_settings(curve: SftCurveSettings, out: Path):
-    """The training config rooted in ``out`` (its data in ``out/data``), checked to have SFT on."""
+def training_settings(curve: Any, out: Path):
+    """The training config of ``curve`` (settings with a ``train_config``: an SFT curve's, an RFT
+    run's) rooted in ``out`` (its data in ``out/data``), checked to have SFT on."""
     from rubriq.training.config import TrainSettings
 
     settings = TrainSettings.from_yaml(curve.train_config)
