@@ -886,10 +886,17 @@ def test_the_rewriting_study_config_is_its_preregistration(tmp_path):
     assert Path(study.warm_start_model) == (root / "../../results/studies/rewriting/warm_start").resolve()
     settings = TrainSettings.from_yaml(root / study.train_config)
     assert {"hard", "sft", "validation"} <= set(settings.data.build["extra_splits"])
-    # the pilot chooses settings on the validation split, with the same training config
-    pilot = StudySettings.from_yaml(root / "rewriting_pilot.yaml")
+    # the pilots choose settings on the validation split; the study trains with the chosen pilot's
+    # (pilot 5, by the rule in results/studies/rewriting/pilot/README.md): the pre-registered
+    # training config with GRPO's learning rate 3e-4 and a KL term beta 0.04, nothing else changed
+    pilot = StudySettings.from_yaml(root / "rewriting_pilot_lr3e-4_kl.yaml")
     assert pilot.split == "validation" and pilot.train_config == study.train_config and not pilot.eval_tiers
     assert pilot.warm_start_model == study.warm_start_model and pilot.same_eval_seed
+    registered = TrainSettings.from_yaml(root / "rewriting_train.yaml")
+    assert (settings.grpo.learning_rate, settings.grpo.beta) == (3.0e-4, 0.04)
+    assert (registered.grpo.learning_rate, registered.grpo.beta) == (1.0e-4, 1.0e-6)
+    assert dataclasses.replace(settings.grpo, learning_rate=1.0e-4, beta=1.0e-6) == registered.grpo
+    assert dataclasses.replace(settings, grpo=registered.grpo, output_dir=registered.output_dir) == registered
     built = {n: arm_training_settings(settings, a, 0, study.steps, tmp_path / n) for n, a in study.arms.items()}
     paper, relative = built["rubric"].rubric, built["rubric_relative"].rubric
     assert paper.tcount.mode == "absolute" and relative.tcount.mode == "relative"
