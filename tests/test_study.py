@@ -372,6 +372,35 @@ def test_aggregate_means_intervals_time_to_target_and_paired_differences():
     assert pair["correct_rate"][0] == pytest.approx(d[0])
 
 
+def test_every_trained_arm_is_compared_with_binary_and_with_none():
+    """The rewriting study's arms: each against ``none`` and each trained arm against ``binary``
+    (the issue's acceptance), with the paired difference computed by hand for one new pair."""
+    from rubriq.studies.aggregate import _pairs
+    from rubriq.studies.convergence import ArmSettings, StudySettings, aggregate
+
+    names = ["rubric", "rubric_relative", "rubric_relative_correct", "sparse", "binary", "none"]
+    pairs = _pairs(names)
+    assert {b for a, b in pairs if a == "rubric_relative_correct"} == {"binary", "none"}
+    assert {a for a, b in pairs if b == "binary"} == {"rubric", "rubric_relative", "rubric_relative_correct", "sparse"}
+    assert {a for a, b in pairs if b == "none"} == set(names) - {"none"}
+    assert ("binary", "binary") not in pairs and ("none", "binary") not in pairs
+    study = StudySettings(
+        train_config="x.yaml",
+        arms={"rubric_relative_correct": ArmSettings(), "binary": ArmSettings(reward="sparse_correct")},
+        seeds=(0, 1),
+        steps=10,
+        eval_every=10,
+    )
+    rates = {("rubric_relative_correct", 0): 0.25, ("rubric_relative_correct", 1): 0.5, ("binary", 0): 0.125, ("binary", 1): 0.5}
+    rows = [
+        {"arm": a, "seed": s, "step": step, "correct_rate": r if step else 0.1, "arm_seconds": 1.0, "simulations": 8 * step}
+        for (a, s), r in rates.items()
+        for step in (0, 10)
+    ]
+    diff = aggregate(rows, study)["differences"]["rubric_relative_correct - binary"]
+    assert diff["seeds"] == [0, 1] and diff["correct_rate"][0] == pytest.approx((0.125 + 0.0) / 2)
+
+
 def test_quickstart_reports_sampled_held_out_metrics_with_intervals(tmp_path, monkeypatch):
     """The quickstart pipeline on the tiny model: every phase sampled k = 2 times per held-out
     prompt, intervals and paired differences in the report."""

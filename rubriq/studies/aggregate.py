@@ -88,10 +88,11 @@ DIFFERENCE_METRICS = (
 
 
 def _pairs(names) -> list[tuple[str, str]]:
+    """The pairs of arms compared (first minus second): every arm against ``none`` (no RL) and
+    every trained arm against ``binary`` (0/1 correctness, the reward every other one must beat),
+    then the dense rubric against ``sparse`` and the gated rubric against both."""
     pairs = [(a, "none") for a in names if a != "none"]
-    for a in ("rubric", "rubric_gated", "sparse"):
-        if a in names and "binary" in names:
-            pairs.append((a, "binary"))
+    pairs += [(a, "binary") for a in names if a not in ("none", "binary")]
     pairs += [("rubric", "sparse"), ("rubric_gated", "sparse"), ("rubric_gated", "rubric")]
     return [(a, b) for a, b in pairs if a in names and b in names]
 
