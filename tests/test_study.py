@@ -391,9 +391,21 @@ def test_every_trained_arm_is_compared_with_binary_and_with_none():
         steps=10,
         eval_every=10,
     )
-    rates = {("rubric_relative_correct", 0): 0.25, ("rubric_relative_correct", 1): 0.5, ("binary", 0): 0.125, ("binary", 1): 0.5}
+    rates = {
+        ("rubric_relative_correct", 0): 0.25,
+        ("rubric_relative_correct", 1): 0.5,
+        ("binary", 0): 0.125,
+        ("binary", 1): 0.5,
+    }
     rows = [
-        {"arm": a, "seed": s, "step": step, "correct_rate": r if step else 0.1, "arm_seconds": 1.0, "simulations": 8 * step}
+        {
+            "arm": a,
+            "seed": s,
+            "step": step,
+            "correct_rate": r if step else 0.1,
+            "arm_seconds": 1.0,
+            "simulations": 8 * step,
+        }
         for (a, s), r in rates.items()
         for step in (0, 10)
     ]
@@ -1046,6 +1058,57 @@ def test_units_are_kept_restored_and_skipped(units_run, tmp_path):
         assert not (tmp_path / "fresh" / "arms" / arm / "seed0" / "final").exists()  # not retrained
     assert {p: p.stat().st_mtime_ns for p in kept.rglob("*.jsonl")} == before
     assert (tmp_path / "fresh" / "summary.md").read_text() == (kept / "summary.md").read_text()
+
+
+def test_a_units_weights_are_kept_on_the_warm_start_adapter_and_load_as_trained(units_run, tmp_path):
+    """`rubriq study weights`: the kept adapter names the warm-start *adapter* as its base, so
+    loading it (the chain merged) gives the model the arm trained (its final adapter on the merged
+    warm-start, out/sft/model), parameter for parameter; SHA256SUMS holds every file's hash, and
+    the weights are the ones the unit's adapter.json fingerprints."""
+    import hashlib
+    import os
+    import shutil
+
+    import torch
+
+    from rubriq.models import load_model
+
+    result = CliRunner().invoke(
+        app_cli(), ["study", "weights", str(units_run / "study.yaml"), "--arm", "binary", "--seed", "0"]
+    )
+    assert result.exit_code == 0, result.output
+    kept = units_run / "kept" / "weights" / "binary_seed0"
+    config = json.loads((kept / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == os.path.relpath(units_run / "models" / "adapter", kept)
+    sums = dict(line.split("  ")[::-1] for line in (kept / "SHA256SUMS").read_text().splitlines())
+    assert set(sums) == {str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file() and p.name != "SHA256SUMS"}
+    for name, digest in sums.items():
+        assert hashlib.sha256((kept / name).read_bytes()).hexdigest() == digest
+    unit = json.loads((units_run / "kept" / "arms" / "binary" / "seed0" / "adapter.json").read_text())
+    assert sums["adapter_model.safetensors"] == unit["adapter_model.safetensors"]
+    moved = tmp_path / "elsewhere"  # the kept folder and the warm-start moved together still load
+    shutil.copytree(units_run / "models", moved / "models")
+    shutil.copytree(kept, moved / "kept" / "weights" / "binary_seed0")
+    trained = load_model(str(units_run / "out" / "arms" / "binary" / "seed0" / "final")).state_dict()
+    for folder in (kept, moved / "kept" / "weights" / "binary_seed0"):
+        loaded = load_model(str(folder)).state_dict()
+        assert trained.keys() == loaded.keys()
+        assert all(torch.allclose(trained[k], loaded[k], atol=1e-6) for k in trained)
+    # other weights under the unit's name are refused, not kept
+    final = units_run / "out" / "arms" / "rubric_relative_correct" / "seed0" / "final"
+    backup = (final / "adapter_model.safetensors").read_bytes()
+    try:
+        (final / "adapter_model.safetensors").write_bytes(backup[:-8] + bytes(b ^ 0xFF for b in backup[-8:]))
+        bad = CliRunner().invoke(
+            app_cli(),
+            ["study", "weights", str(units_run / "study.yaml"), "--arm", "rubric_relative_correct"],
+        )
+        assert bad.exit_code != 0 and "not the ones" in " ".join(bad.output.split())
+        assert not (units_run / "kept" / "weights" / "rubric_relative_correct_seed0").exists()
+    finally:
+        (final / "adapter_model.safetensors").write_bytes(backup)
+    missing = CliRunner().invoke(app_cli(), ["study", "weights", str(units_run / "study.yaml"), "--arm", "sparse"])
+    assert missing.exit_code != 0 and "no finished arm-seed" in " ".join(missing.output.split())
 
 
 def test_same_eval_seed_and_tier_steps(units_run):

@@ -111,6 +111,28 @@ def study_sft_curve(
     console.print(f"curve: {report}", markup=False)
 
 
+@study_app.command("weights")
+def study_weights(
+    config: Path = typer.Argument(..., metavar="YAML", help="Study YAML (configs/studies/rewriting_cpu.yaml)."),
+    arm: str = typer.Option(..., metavar="NAME", help="The arm whose trained adapter is kept."),
+    seed: int = typer.Option(0, metavar="N", help="Its seed."),
+    out: Path | None = typer.Option(None, metavar="DIR", help="The study folder it ran in (default: output_dir)."),
+    commit: bool = typer.Option(False, "--commit", help="Commit the kept folder (git commit -- FOLDER)."),
+) -> None:
+    """Keep a finished arm-seed's trained adapter in the study's results_dir (weights/ARM_seedN),
+    loadable by `rubriq evaluate --model` and `rubriq synthesize --model`: its base renamed to the
+    committed warm-start adapter, its files' SHA-256 in SHA256SUMS."""
+    from rubriq.studies.settings import StudySettings
+    from rubriq.studies.units import keep_weights
+
+    check(config.is_file(), "YAML", f"no such file: {config}")
+    with reported():
+        study = StudySettings.from_yaml(config)
+        check(bool(study.results_dir), "YAML", f"{config}: no results_dir to keep the weights in")
+        folder = keep_weights(out or Path(study.output_dir), Path(study.results_dir), study, arm, seed, commit=commit)
+    console.print(f"weights: {folder}", markup=False)
+
+
 @study_app.command("rft")
 def study_rft(
     config: Path = typer.Argument(..., metavar="YAML", help="RFT YAML (configs/studies/rewriting_rft.yaml)."),
