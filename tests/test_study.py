@@ -1086,6 +1086,27 @@ def test_a_units_weights_are_kept_on_the_warm_start_adapter_and_load_as_trained(
         assert hashlib.sha256((kept / name).read_bytes()).hexdigest() == digest
     unit = json.loads((units_run / "kept" / "arms" / "binary" / "seed0" / "adapter.json").read_text())
     assert sums["adapter_model.safetensors"] == unit["adapter_model.safetensors"]
+    # the model card: front matter and sections of every committed adapter, its held-out
+    # correct-reduction rate at the last step recomputed here from the kept records by hand
+    card = (kept / "README.md").read_text()
+    meta = yaml.safe_load(card.split("---\n")[1])
+    assert meta["library_name"] == "peft" and meta["base_model"]
+    for heading in ("## Training data and recipe", "## Evaluation", "## Intended use and limits", "## How to load"):
+        assert heading in card
+    records = [
+        json.loads(x)
+        for x in (units_run / "kept" / "arms" / "binary" / "seed0" / "records_step2.jsonl").read_text().splitlines()
+    ]
+    by_prompt: dict = {}
+    for r in records:
+        res = r["result"]
+        ok = bool(res.get("parsed")) and (res.get("average_fidelity") or 0) >= 0.99 and res.get("t_count") is not None
+        by_prompt.setdefault(r["prompt_id"], []).append(ok and res["t_count"] < r["t0"])
+    by_hand = sum(sum(v) / len(v) for v in by_prompt.values()) / len(by_prompt)
+    value = next(
+        m["value"] for m in meta["model-index"][0]["results"][0]["metrics"] if m["type"] == "correct_reduction_rate"
+    )
+    assert value == round(by_hand, 3)
     moved = tmp_path / "elsewhere"  # the kept folder and the warm-start moved together still load
     shutil.copytree(units_run / "models", moved / "models")
     shutil.copytree(kept, moved / "kept" / "weights" / "binary_seed0")

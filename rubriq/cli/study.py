@@ -123,7 +123,7 @@ def study_weights(
     loadable by `rubriq evaluate --model` and `rubriq synthesize --model`: its base renamed to the
     committed warm-start adapter, its files' SHA-256 in SHA256SUMS."""
     from rubriq.studies.settings import StudySettings
-    from rubriq.studies.units import keep_weights
+    from rubriq.studies.weights import keep_weights
 
     check(config.is_file(), "YAML", f"no such file: {config}")
     with reported():

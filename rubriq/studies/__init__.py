@@ -17,6 +17,8 @@ stages, each a module with one job, composed in that order by ``convergence.run`
   correlations of the dimensions); ``summary.py``: the tables and files; ``plots.py``: the figures;
 * ``convergence.py``: the entry point (``run``), which reads as the stages above;
 * ``compare.py``: whether two arm-seeds are the same run (``rubriq study compare``);
+* ``units.py``: finished arm-seeds kept in ``results_dir`` and restored on a new machine;
+  ``weights.py``: one unit's trained adapter kept there too (``rubriq study weights``);
 * ``analysis.py``: what a study computes from scored completions (the gap to PyZX, the
   effective number of dimensions, the minimum detectable effect, verbatim copies).
 

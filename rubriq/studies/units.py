@@ -7,7 +7,8 @@ What a unit keeps (:data:`UNIT_FILES`): its ``done.json``, evaluation rows and s
 the training log, every training completion's scores and the group statistics, and
 ``adapter.json``, the SHA-256 of each file of its trained policy (``final/``; the weights
 themselves are not kept: a few are committed on purpose, beside the study, by
-:func:`keep_weights`, ``rubriq study weights``, in ``RESULTS_DIR/weights/ARM_seedN``).  With it go what
+:func:`rubriq.studies.weights.keep_weights`, ``rubriq study weights``, in
+``RESULTS_DIR/weights/ARM_seedN``).  With it go what
 every unit of a seed shares: the step-0 evaluation of the seed (``step0/``), the prompt filter's
 decision (``filter.json``), the warm-start's fingerprint (``sft/fingerprint.json``), the
 settings (``study.json``), the prompts evaluated (``data/SPLIT.jsonl`` of the held-out split and
@@ -88,52 +89,6 @@ def publish(out: Path, results: Path, study, name: str, seed: int, commit: bool 
     if commit:
         git_commit(results, f"study unit {name} seed {seed}: its records, logs and adapter fingerprint ({results})")
     return written
-
-
-WEIGHTS_DIR = "weights"
-"""Where :func:`keep_weights` puts a unit's trained adapter inside ``results_dir``."""
-
-
-def keep_weights(out: Path, results: Path, study, name: str, seed: int, commit: bool = False) -> Path:
-    """Copy the trained adapter of the finished arm-seed ``(name, seed)`` of study folder ``out``
-    into ``results/weights/NAME_seedSEED`` so that it can be committed and loaded anywhere: its
-    base (the study's merged warm-start, ``out/sft/model``, which is not kept) is renamed to the
-    warm-start *adapter* it was merged from (``study.warm_start_model``), relative to the new
-    folder, so that ``rubriq.models.load_model`` merges the chain (warm-start, then this adapter)
-    back into the very model the arm trained; a ``SHA256SUMS`` file (``sha256sum -c`` format)
-    names every file's hash. The weights file is the one the unit's ``adapter.json`` fingerprints
-    (checked: a mismatch is an error, not a silent copy of other weights). Returns the folder."""
-    import os
-
-    from rubriq.config import ConfigError
-
-    final = layout.arm_dir(out, name, seed) / "final"
-    if not (layout.arm_dir(out, name, seed) / "done.json").is_file() or not (final / "adapter_config.json").is_file():
-        raise ConfigError(f"{final}: no finished arm-seed with a trained adapter here (is {name} seed {seed} done?)")
-    if not study.warm_start_model:
-        raise ConfigError("the study has no warm_start_model: its arms' adapters rest on a merged model not kept")
-    fingerprint_file = layout.arm_dir(results, name, seed) / "adapter.json"
-    expected = json.loads(fingerprint_file.read_text()) if fingerprint_file.is_file() else adapter_fingerprint(final)
-    found = adapter_fingerprint(final)
-    weights = [f for f in found if f.endswith(".safetensors")]
-    if not weights or any(expected.get(f) != found[f] for f in weights):
-        raise ConfigError(f"{final}: its weights are not the ones {fingerprint_file} names (another run?)")
-    dst = results / WEIGHTS_DIR / f"{name}_seed{seed}"
-    if dst.exists():
-        shutil.rmtree(dst)
-    shutil.copytree(final, dst, ignore=shutil.ignore_patterns("training_args.bin", "checkpoint-*"))
-    base = os.path.relpath(Path(study.warm_start_model).resolve(), dst.resolve())
-    for file, key in (("adapter_config.json", "base_model_name_or_path"), ("rubriq_policy.json", "adapter_base")):
-        if (dst / file).is_file():
-            data = json.loads((dst / file).read_text())
-            data[key] = base
-            (dst / file).write_text(json.dumps(data, indent=2))
-    sums = adapter_fingerprint(dst)
-    (dst / "SHA256SUMS").write_text("".join(f"{digest}  {file}\n" for file, digest in sums.items()))
-    log.info("the adapter of %s seed %d kept in %s (on %s)", name, seed, dst, base)
-    if commit:
-        git_commit(dst, f"study weights: the trained adapter of {name} seed {seed} ({dst})")
-    return dst
 
 
 def restore(results: Path, out: Path, study) -> list[tuple[str, int]]:
