@@ -106,16 +106,13 @@ def held_out_outcomes(records: list[dict]) -> dict[str, tuple]:
     return out
 
 
-def _fmt(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def model_card(results: Path, study, name: str, seed: int, base: str) -> str:
     """The kept adapter's README.md: front matter (base model, library, the held-out metrics at
     the unit's last step) and what it is, how it was trained, how it did, its limits, how to load."""
     import yaml
 
     from rubriq.models import EMBEDDED_HUB_ID
+    from rubriq.tables import fmt, markdown_table
 
     unit = layout.arm_dir(results, name, seed)
     evals = [r for r in layout.read_jsonl(unit / "evals.jsonl") if r.get("split", "test") == "test"]
@@ -133,7 +130,7 @@ def model_card(results: Path, study, name: str, seed: int, base: str) -> str:
     reward = arm.reward + (f" with {json.dumps(arm.rubric, sort_keys=True)}" if getattr(arm, "rubric", None) else "")
 
     def interval(values) -> str:
-        return "-" if values[1] is None else f"{values[1]:.3f}-{values[2]:.3f}"
+        return "-" if values[1] is None else f"{fmt(values[1])}-{fmt(values[2])}"
 
     metrics = [
         {
@@ -186,16 +183,19 @@ def model_card(results: Path, study, name: str, seed: int, base: str) -> str:
         ("correct copy of the input", "copy"),
         ("wrong (not equivalent, or unparsed)", "wrong"),
     ]
-    table = [
-        f"| metric | step 0 (the warm-start) | step {step} | 95% interval over the {final['prompts']} prompts, step {step} |",
-        "|---|---|---|---|",
-        *(
-            f"| {label} | {_fmt(at[0][key][0])} | {_fmt(final[key][0])} | {interval(final[key])} |"
-            for label, key in rows
-        ),
-        f"| gap to PyZX closed | {_fmt(first_row.get('gap_closed'))} | {_fmt(last.get('gap_closed'))} | - |",
-        f"| parsed | {_fmt(first_row.get('parse_rate'))} | {_fmt(last.get('parse_rate'))} | - |",
-    ]
+    table = markdown_table(
+        [
+            "metric",
+            "step 0 (the warm-start)",
+            f"step {step}",
+            f"95% interval over the {final['prompts']} prompts, step {step}",
+        ],
+        [
+            *([label, at[0][key][0], final[key][0], interval(final[key])] for label, key in rows),
+            ["gap to PyZX closed", first_row.get("gap_closed"), last.get("gap_closed"), "-"],
+            ["parsed", first_row.get("parse_rate"), last.get("parse_rate"), "-"],
+        ],
+    )
     text = f"""---
 {yaml.safe_dump(meta, sort_keys=False)}---
 
