@@ -9,7 +9,9 @@ times, score every completion with the rubric) with the rewriting study's sampli
 1, at most 192 new tokens, the study's evaluation batch of 32), twice: ``before`` samples with
 transformers' ``generate`` (``sampler="generate"``, what `rubriq evaluate` did), ``after`` with the
 static sampler (``sampler="static"``, its default now). ``--prompts`` takes the split's first N
-prompts (all 48 by default). Prints a markdown table with the load average, and writes it above the earlier runs in ``--out``
+prompts (all 48 by default); ``--records DIR`` keeps each half's scored samples
+(``DIR/generate.jsonl``, ``DIR/static.jsonl``). Prints a markdown table with the load average
+and each half's correct reductions (correct, T < T0), and writes it above the earlier runs in ``--out``
 (benchmarks/results/evaluate.md).
 """
 
@@ -43,14 +45,16 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=192)
     parser.add_argument("--temperature", type=float, default=0.8)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "evaluate.md"))
+    parser.add_argument("--records", default="", help="a folder to write each half's scored samples to (JSONL)")
     args = parser.parse_args()
     import torch
 
     from rubriq.data.prompts import load_split
     from rubriq.evaluation.evaluate import load_policy
-    from rubriq.evaluation.sampling import LocalPolicy, score
+    from rubriq.evaluation.sampling import LocalPolicy, save_records, score
     from rubriq.evaluator.result import is_correct
     from rubriq.models.sampling import SamplingSpec
+    from rubriq.studies.analysis import rewrite_outcome
 
     rows = load_split(args.data, args.split)[: args.prompts]
     tokenizer, model = load_policy(args.model)
@@ -68,7 +72,10 @@ def main() -> int:
         wall = time.perf_counter() - start
         tokens = sum(len(tokenizer(r.text, add_special_tokens=False)["input_ids"]) for r in records)
         correct = sum(bool(is_correct(r.result)) for r in scored)
-        results.append((name, len(records), tokens, sampled, wall, correct))
+        reductions = sum(rewrite_outcome(r) == "reduction" for r in scored)
+        if args.records:
+            save_records(scored, Path(args.records) / f"{sampler}.jsonl")
+        results.append((name, len(records), tokens, sampled, wall, correct, reductions))
         loads.append(load_average())
         print(
             f"{name}: {len(records)} completions, {tokens} tokens, sampled in {sampled:.1f} s, {wall:.1f} s", flush=True
@@ -81,11 +88,13 @@ def main() -> int:
         f"at most {args.max_new_tokens} new tokens, batches of {args.batch_size}; {torch.get_num_threads()} torch "
         f"threads on {os.cpu_count()} cores; load average (1/5/15) at the start and after each: {' | '.join(loads)}.",
         "",
-        "| sampling | completions | completion tokens | sampling s | wall s (sampling + scoring) | correct | speed-up |",
-        "|---|---|---|---|---|---|---|",
+        "| sampling | completions | completion tokens | sampling s | wall s (sampling + scoring) | correct | correct reductions | speed-up |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for name, n, tokens, sampled, wall, correct in results:
-        lines.append(f"| {name} | {n} | {tokens} | {sampled:.1f} | {wall:.1f} | {correct} | {base / wall:.2f}x |")
+    for name, n, tokens, sampled, wall, correct, reductions in results:
+        lines.append(
+            f"| {name} | {n} | {tokens} | {sampled:.1f} | {wall:.1f} | {correct} | {reductions} | {base / wall:.2f}x |"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     out = Path(args.out)
