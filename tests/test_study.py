@@ -1080,6 +1080,16 @@ def test_a_units_weights_are_kept_on_the_warm_start_adapter_and_load_as_trained(
     kept = units_run / "kept" / "weights" / "binary_seed0"
     config = json.loads((kept / "adapter_config.json").read_text())
     assert config["base_model_name_or_path"] == os.path.relpath(units_run / "models" / "adapter", kept)
+    from rubriq.data.prompts import prompt_style_of_rows
+    from rubriq.evaluation.evaluate import prompt_style_of
+
+    train_rows = [json.loads(x) for x in (units_run / "kept" / "data" / "train.jsonl").read_text().splitlines()]
+    info = json.loads((kept / "rubriq_policy.json").read_text())
+    assert (
+        prompt_style_of(str(kept)) == prompt_style_of_rows(train_rows)
+        and info["adapter_base"] == config["base_model_name_or_path"]
+    )
+    assert info["algorithm"] == "grpo" and info["reward"] == "sparse_correct"
     sums = dict(line.split("  ")[::-1] for line in (kept / "SHA256SUMS").read_text().splitlines())
     assert set(sums) == {str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file() and p.name != "SHA256SUMS"}
     for name, digest in sums.items():

@@ -21,6 +21,7 @@ import shutil
 from pathlib import Path
 
 from rubriq.config import ConfigError
+from rubriq.models import POLICY_INFO
 from rubriq.studies import layout
 from rubriq.studies.units import adapter_fingerprint, git_commit
 
@@ -54,18 +55,18 @@ def keep_weights(out: Path, results: Path, study, name: str, seed: int, commit: 
     dst = results / WEIGHTS_DIR / f"{name}_seed{seed}"
     if dst.exists():
         shutil.rmtree(dst)
-    # training_args.bin is a pickle (not loaded by anyone, unsafe to load): not kept
-    keep = ("adapter_config.json", "rubriq_policy.json", *weights)
+    # training_args.bin is a pickle (not loaded by anyone, unsafe to load) and the tokenizer is the
+    # warm-start's (loaded through the base chain): neither is kept
+    keep = ("adapter_config.json", *weights)
     dst.mkdir(parents=True)
     for file in keep:
         if (final / file).is_file():
             shutil.copy2(final / file, dst / file)
     base = os.path.relpath(Path(study.warm_start_model).resolve(), dst.resolve())
-    for file, key in (("adapter_config.json", "base_model_name_or_path"), ("rubriq_policy.json", "adapter_base")):
-        if (dst / file).is_file():
-            data = json.loads((dst / file).read_text())
-            data[key] = base
-            (dst / file).write_text(json.dumps(data, indent=2))
+    config = json.loads((dst / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = base
+    (dst / "adapter_config.json").write_text(json.dumps(config, indent=2))
+    (dst / POLICY_INFO).write_text(json.dumps(policy_info(results, study, name, seed, base, final), indent=2))
     (dst / "README.md").write_text(model_card(results, study, name, seed, base))
     sums = adapter_fingerprint(dst)
     (dst / "SHA256SUMS").write_text("".join(f"{digest}  {file}\n" for file, digest in sums.items()))
@@ -73,6 +74,33 @@ def keep_weights(out: Path, results: Path, study, name: str, seed: int, commit: 
     if commit:
         git_commit(dst, f"study weights: the trained adapter of {name} seed {seed} ({dst})")
     return dst
+
+
+def policy_info(results: Path, study, name: str, seed: int, base: str, final: Path) -> dict:
+    """The kept adapter's ``rubriq_policy.json`` (what ``synthesize``, ``optimize`` and the app
+    read to prompt a policy the way it was trained): the trained folder's own where it wrote one,
+    else the warm-start's (the arm trained on the warm-start's prompts), with the prompt style and
+    formats of the study's training prompts, the renamed base and how it was trained."""
+    from rubriq.data.prompts import prompt_style_of_rows
+    from rubriq.models import read_policy_info
+
+    info = read_policy_info(final) or read_policy_info(study.warm_start_model)
+    rows = layout.read_jsonl(results / "data" / "train.jsonl")
+    if rows:
+        info["prompt_style"] = prompt_style_of_rows(rows)
+        info["formats"] = sorted({r.get("format", "qasm2") for r in rows})
+    arm = study.arms[name]
+    info.update(
+        {
+            "adapter_base": base,
+            "sft_warm_start": True,
+            "algorithm": "grpo",
+            "reward": arm.reward,
+            "trained_by": f"rubriq study convergence (arm {name}, seed {seed}, {study.steps} GRPO steps from the "
+            f"warm-start {Path(study.warm_start_model).name}; {Path(study.train_config).name})",
+        }
+    )
+    return info
 
 
 def held_out_outcomes(records: list[dict]) -> dict[str, tuple]:
