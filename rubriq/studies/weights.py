@@ -279,7 +279,8 @@ rubriq optimize my_circuit.qasm --model {folder} -n 8
 ```python
 from rubriq.models import load_model
 
-model = load_model("{folder}")  # the warm-start merged, then this adapter merged
+# the warm-start merged, then this adapter merged
+model = load_model("{folder}")
 ```
 """
     return text
