@@ -54,7 +54,7 @@ class DemoSettings:
         default_factory=lambda: {
             "base": "embedded",
             "warm-start": "results/studies/rewriting/warm_start",
-            "GRPO": "results/studies/rewriting/grpo/weights",
+            "GRPO": "results/studies/rewriting/grpo/weights/rubric_seed0",
         }
     )
     """Label -> model: ``embedded``, a model folder or a LoRA adapter folder (adapters on adapters
