@@ -79,6 +79,7 @@ def test_bad_settings_are_named(tmp_path):
         ({"sampling": {"temperature": 1.0}}, "give samples, temperature"),
         ({"temprature": 1.0}, "unknown key(s) ['temprature']"),
         ({"samples": 0}, "samples must be >= 1"),
+        ({"batch_size": 0}, "batch_size must be >= 1"),
     ]:
         bad.write_text(yaml.safe_dump(body))
         with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
