@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from rubriq.config import ConfigError
 from rubriq.models import POLICY_INFO
@@ -103,7 +104,7 @@ def policy_info(results: Path, study, name: str, seed: int, base: str, final: Pa
     return info
 
 
-def held_out_outcomes(records: list[dict]) -> dict[str, tuple]:
+def held_out_outcomes(records: list[dict]) -> dict[str, Any]:
     r"""Per-prompt means over the prompts of ``records`` (scored samples of rewrite prompts) of
     each outcome of :func:`rubriq.studies.analysis.rewrite_outcome` (``reduction``, ``copy``,
     ``wrong``), as (mean, low, high) with a 95% t-interval over prompts (samples of one prompt
