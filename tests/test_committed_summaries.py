@@ -45,3 +45,20 @@ def test_a_committed_summary_regenerates_byte_for_byte(tmp_path, monkeypatch, fo
     write_summary(copy, study, eval_prompt_count(copy, study))
     for name in FILES:
         assert (copy / name).read_bytes() == (ROOT / folder / name).read_bytes(), f"{folder}/{name} differs"
+
+
+def test_a_results_readme_shows_its_summary_headline():
+    """A results README with the headline markers holds the headline table of its study's
+    committed summary.md, as ``--summary-only`` writes it (never a hand-copied number)."""
+    from rubriq.studies.summary import HEADLINE_BEGIN, HEADLINE_END, headline_section
+
+    checked = 0
+    for folder, _ in committed_studies():
+        summary = (ROOT / folder / "summary.md").read_text()
+        for readme in (ROOT / folder / "README.md", ROOT / folder / ".." / "README.md"):
+            text = readme.read_text() if readme.is_file() else ""
+            if HEADLINE_BEGIN in text:
+                block = text.split(HEADLINE_BEGIN, 1)[1].split(HEADLINE_END, 1)[0].strip()
+                assert block == headline_section(summary), f"{readme}: run rubriq study convergence --summary-only"
+                checked += 1
+    assert checked >= 1  # the rewriting study's README (results/studies/rewriting/README.md)

@@ -372,6 +372,93 @@ def test_aggregate_means_intervals_time_to_target_and_paired_differences():
     assert pair["correct_rate"][0] == pytest.approx(d[0])
 
 
+def test_the_headline_counts_reductions_and_their_change_by_hand(tmp_path):
+    """The study's one table (summary.md's headline, copied into a results README between its
+    markers): pooled reductions, the change from step 0 over seeds (with the MDE) and over
+    prompts, computed by hand for 2 seeds x 2 prompts x 2 samples."""
+    from rubriq.studies import layout
+    from rubriq.studies.aggregate import headline
+    from rubriq.studies.convergence import ArmSettings, StudySettings
+    from rubriq.studies.summary import HEADLINE_BEGIN, HEADLINE_END, headline_section, summary_markdown, sync_headline
+
+    study = StudySettings(
+        train_config="x.yaml",
+        arms={"rubric": ArmSettings(), "none": ArmSettings(reward="none")},
+        seeds=(0, 1),
+        steps=10,
+        eval_every=10,
+    )
+    spec = json.dumps({"algorithm": "circuit", "qasm": "qreg q[1];\nt q[0];\nt q[0];\n"})
+
+    def records(per_prompt):  # 1: a correct reduction (F 1, T 0 < T0 2); 0: a wrong sample (F 0.5)
+        return [
+            {
+                "prompt_id": p,
+                "target": spec,
+                "t0": 2,
+                "text": "qreg q[1];\ns q[0];" if hit else "qreg q[1];",
+                "result": {"parsed": True, "average_fidelity": 1.0 if hit else 0.5, "t_count": 0},
+            }
+            for p, hits in per_prompt.items()
+            for hit in hits
+        ]
+
+    samples = {  # (seed, step): prompt -> outcomes
+        (0, 0): {"a": [1, 0], "b": [0, 0]},
+        (0, 10): {"a": [1, 1], "b": [1, 0]},
+        (1, 0): {"a": [0, 0], "b": [0, 0]},
+        (1, 10): {"a": [1, 0], "b": [0, 0]},
+    }
+    for (seed, step), per_prompt in samples.items():
+        path = layout.step0_records(tmp_path, "test", seed) if step == 0 else None
+        path = path or layout.eval_records(tmp_path, study, "rubric", seed, "test", step)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in records(per_prompt)))
+    gap = {(0, 0): 0.2, (0, 10): 0.6, (1, 0): 0.0, (1, 10): 0.1}
+    rows = [
+        {
+            "arm": arm,
+            "seed": seed,
+            "split": "test",
+            "step": step,
+            "rewrite_reduction_rate": sum(map(sum, samples[(seed, at)].values())) / 4,
+            "rewrite_copy_rate": 0.0,
+            "rewrite_wrong_rate": 1 - sum(map(sum, samples[(seed, at)].values())) / 4,
+            "gap_closed": gap[(seed, at)],
+        }
+        for arm in ("rubric", "none")
+        for seed in (0, 1)
+        for step in (0, 10)
+        for at in [(step if arm == "rubric" else 0)]
+    ]
+    found = headline(tmp_path, study, rows)
+    assert list(found) == ["warm-start", "rubric"]  # the control repeats the warm-start: no row of its own
+    warm, rubric = found["warm-start"], found["rubric"]
+    assert (warm["reductions"], warm["samples"], warm["reduction_rate"][0]) == (1, 8, pytest.approx(0.125))
+    assert (rubric["reductions"], rubric["samples"], rubric["seeds"]) == (4, 8, [0, 1])
+    # over seeds: changes 0.75 - 0.25 = 0.5 and 0.25 - 0 = 0.25; s = 0.1768, t(0.975, 1) = 12.706
+    m, lo, hi = rubric["change"]
+    assert m == pytest.approx(0.375) and hi - m == pytest.approx(12.7062 * 0.125, rel=1e-4)
+    # MDE: (t(0.975, 1) + t(0.8, 1)) * s / sqrt(2) = (12.7062 + 1.3764) * 0.125
+    assert rubric["mde/change"] == pytest.approx(14.0826 * 0.125, rel=1e-4)
+    # over prompts: a changes by 0.5 at both seeds, b by 0.5 and 0: means 0.5 and 0.25
+    assert rubric["change_by_prompt"][0] == pytest.approx(0.375) and rubric["prompts"] == 2
+    assert rubric["gap_closed"][0] == pytest.approx(0.35) and rubric["gap_closed_change"][0] == pytest.approx(0.25)
+    assert rubric["wrong"] == pytest.approx(0.5) and warm["change"] == (None, None, None)
+
+    text = summary_markdown(study, {"arms": {}, "final_step": 10, "differences": {}, "headline": found}, {}, None, 8, 0)
+    table = headline_section(text)
+    assert table.splitlines()[2].startswith("| warm-start (step 0) | 0, 1 | 0.125 [")
+    assert "| `rubric` | 0, 1 | 0.500 [" in table and "| 4 of 8 | 0.375 [" in table
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# A study\n\n{HEADLINE_BEGIN}\nold numbers\n{HEADLINE_END}\n\nMore words.\n")
+    assert sync_headline(readme, text)
+    assert readme.read_text() == f"# A study\n\n{HEADLINE_BEGIN}\n{table}\n{HEADLINE_END}\n\nMore words.\n"
+    plain = tmp_path / "plain.md"
+    plain.write_text("# No markers\n")
+    assert not sync_headline(plain, text) and plain.read_text() == "# No markers\n"
+
+
 def test_every_trained_arm_is_compared_with_binary_and_with_none():
     """The rewriting study's arms: each against ``none`` and each trained arm against ``binary``
     (the issue's acceptance), with the paired difference computed by hand for one new pair."""

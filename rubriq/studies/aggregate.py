@@ -11,6 +11,8 @@
   number, per arm and task family, over training completions and held-out samples;
 * :func:`paired_from_step0`: each trained arm-seed's final step against its own step 0 on the
   same prompts (what one seed can say), with its verbatim copies and T reductions;
+* :func:`headline`: the study in one table (correct reductions and ``gap_closed`` of the
+  warm-start and of each arm at the final step, with their change from step 0);
 * :func:`warm_starts`: which arm-seeds trained from which warm-start.
 
 Only finished arm-seeds (``done.json``) are read (:func:`rubriq.studies.layout.finished_arm_seeds`).
@@ -366,6 +368,74 @@ def reductions_per_step(out: Path, study: StudySettings) -> list[dict[str, Any]]
     return found
 
 
+def _minus(key: str, first: dict, last: dict) -> float | None:
+    """``last[key] - first[key]``; None where either is not measured."""
+    a, b = last.get(key), first.get(key)
+    return None if a is None or b is None else a - b
+
+
+def headline(out: Path, study: StudySettings, rows: list[dict], split: str = "test") -> dict[str, Any]:
+    """The study in one table: per trained arm at the final evaluated step of ``split`` (and the
+    warm-start: the step-0 evaluation of every seed kept, which the control ``none`` repeats), the
+    correct-reduction rate (mean and 95% t-interval over seeds), the reductions pooled over seeds
+    (``reductions`` of ``samples``), the change from the same seed's step 0 (same prompts, same
+    sampling seed) as a mean over seeds with its t-interval and MDE and as a mean over prompts of
+    each prompt's change averaged over the seeds (t-interval over prompts), ``gap_closed`` and its
+    change over seeds, and the copy and wrong rates (means over seeds).
+
+    ``rows``: :func:`collect`'s rows. A policy with no row at the final step is left out."""
+    from rubriq.studies.analysis import minimum_detectable_effect
+
+    on = [r for r in rows if r.get("split", "test") == split]
+    final = max((r["step"] for r in on), default=0)
+    start = {r["seed"]: r for r in on if r["step"] == 0}
+    policies: dict[str, list[tuple[int, dict, dict]]] = {"warm-start": [(s, start[s], start[s]) for s in sorted(start)]}
+    for name, arm in study.arms.items():
+        if arm.reward == "none":
+            continue
+        mine = {(r["seed"], r["step"]): r for r in on if r["arm"] == name}
+        kept = [(s, mine[(s, 0)], mine[(s, final)]) for s in study.seeds if (s, 0) in mine and (s, final) in mine]
+        if kept:
+            policies[name] = kept
+    found: dict[str, Any] = {}
+    for name, kept in policies.items():
+        trained = name != "warm-start"
+        by_prompt: dict[str, list[float]] = {}
+        reductions = samples = 0
+        for seed, _, _ in kept:
+            before = reductions_by_prompt(layout.read_jsonl(layout.step0_records(out, split, seed)))
+            after = before
+            if trained:
+                after = reductions_by_prompt(
+                    layout.read_jsonl(layout.eval_records(out, study, name, seed, split, final))
+                )
+            reductions += int(sum(v for vs in after.values() for v in vs))
+            samples += sum(len(vs) for vs in after.values())
+            for p in after.keys() & before.keys():
+                by_prompt.setdefault(p, []).append(statistics.fmean(after[p]) - statistics.fmean(before[p]))
+        change = [_minus("rewrite_reduction_rate", first, last) for _, first, last in kept]
+        found[name] = {
+            "seeds": [s for s, _, _ in kept],
+            "step": final if trained else 0,
+            "reductions": reductions,
+            "samples": samples,
+            "reduction_rate": mean_ci([last.get("rewrite_reduction_rate") for _, _, last in kept]),
+            "change": mean_ci(change) if trained else (None, None, None),
+            "mde/change": minimum_detectable_effect(change) if trained else None,
+            "change_by_prompt": mean_ci([statistics.fmean(v) for v in by_prompt.values()])
+            if trained
+            else (None, None, None),
+            "prompts": len(by_prompt),
+            "gap_closed": mean_ci([last.get("gap_closed") for _, _, last in kept]),
+            "gap_closed_change": mean_ci([_minus("gap_closed", first, last) for _, first, last in kept])
+            if trained
+            else (None, None, None),
+            "copy": mean_ci([last.get("rewrite_copy_rate") for _, _, last in kept])[0],
+            "wrong": mean_ci([last.get("rewrite_wrong_rate") for _, _, last in kept])[0],
+        }
+    return found
+
+
 def training_groups(out: Path, study: StudySettings, window: int = 10) -> dict[str, list[dict[str, Any]]]:
     """Per finished arm-seed that logged its groups (``groups.jsonl``): the group statistics
     (:mod:`rubriq.studies.groups`) with TRL's entropy and KL, averaged over windows of ``window``
@@ -428,6 +498,7 @@ __all__ = [
     "aggregate",
     "collect",
     "correlations",
+    "headline",
     "paired_from_step0",
     "reduction_change",
     "reductions_by_prompt",

@@ -16,6 +16,7 @@ from rubriq.studies.aggregate import (
     aggregate,
     collect,
     correlations,
+    headline,
     paired_from_step0,
     reductions_per_step,
     series,
@@ -72,6 +73,9 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
     tier_prompts = tier_prompt_counts(out, study)
     agg = aggregate(rows, study)
     agg["paired_from_step0"] = paired_from_step0(out, study, agg["final_step"])
+    head = headline(out, study, rows, study.primary_tier)
+    if any(p["samples"] for p in head.values()):  # a study of rewrite prompts (the others have no reductions)
+        agg["headline"] = head
     groups = training_groups(out, study)
     if groups:  # a study that logged its groups (2026-12-06 on): correct reductions and group logs
         agg["reductions"] = reductions_per_step(out, study)
@@ -114,7 +118,43 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
         primary_named=_primary_named(out),
     )
     (out / "summary.md").write_text(text)
+    for readme in (out / "README.md", out.parent / "README.md"):
+        sync_headline(readme, text)
     return out / "summary.md"
+
+
+HEADLINE_BEGIN = "<!-- headline: written from summary.md by `rubriq study convergence --summary-only`; do not edit -->"
+HEADLINE_END = "<!-- /headline -->"
+
+
+def headline_section(summary: str) -> str:
+    """The headline table of a ``summary.md`` (its text from the table's header line to the blank
+    line after the table); "" when it has none."""
+    lines = summary.splitlines()
+    begin = next((i for i, line in enumerate(lines) if line.startswith("| policy | seeds | correct reduction")), None)
+    if begin is None:
+        return ""
+    end = next((i for i in range(begin, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return "\n".join(lines[begin:end])
+
+
+def sync_headline(readme: Path, summary: str) -> bool:
+    """Replace the block between :data:`HEADLINE_BEGIN` and :data:`HEADLINE_END` in ``readme``
+    (a results README written by hand) with the headline table of ``summary`` (the text of
+    ``summary.md``), so that the README's numbers are always those of the committed units.
+    False (nothing written) where the README or its markers or the table are missing."""
+    if not readme.is_file():
+        return False
+    text = readme.read_text(encoding="utf-8")
+    table = headline_section(summary)
+    if HEADLINE_BEGIN not in text or HEADLINE_END not in text or not table:
+        return False
+    head, rest = text.split(HEADLINE_BEGIN, 1)
+    _, tail = rest.split(HEADLINE_END, 1)
+    new = f"{head}{HEADLINE_BEGIN}\n{table}\n{HEADLINE_END}{tail}"
+    if new != text:
+        readme.write_text(new, encoding="utf-8")
+    return True
 
 
 def _primary_named(out: Path) -> bool:
@@ -145,6 +185,7 @@ def summary_markdown(
         figures += [("training-prompt curves", "train_curves.png")] if train_prompts else []
         figures += [("training signal", "training.png")]
     lines = _header(study, agg, eval_prompts, tier_prompts or {}, primary_named)
+    lines += _headline(study, agg)
     lines += _held_out(study, agg)
     lines += _training_prompts(study, agg, train_prompts)
     for tier in study.eval_tiers:
@@ -213,6 +254,70 @@ def _header(study: StudySettings, agg: dict, eval_prompts: int, tier_prompts: di
         )
         + f"`{metric}`{judged}; time-to-target threshold {study.threshold}.",
     ]
+
+
+def _headline(study: StudySettings, agg: dict) -> list[str]:
+    """The study in one table (:func:`rubriq.studies.aggregate.headline`): correct reductions and
+    gap_closed of the warm-start and of each trained arm at the final step; [] before any arm-seed
+    of a rewriting study (no rewrite samples) is kept."""
+    found = agg.get("headline") or {}
+    if not any(p["samples"] for p in found.values()):
+        return []
+    seeds = len(study.seeds)
+    where = _tier_label(study.primary_tier)
+    drawn = (
+        "the same prompts and sampling seed"
+        if study.same_eval_seed
+        else "the same prompts; this study drew a new sampling seed at each step"
+    )
+    lines = [
+        "",
+        f"## Headline: {where} correct reductions and gap_closed at step {agg['final_step']}",
+        "",
+        "Correct reduction: a rewrite sample that is correct and has fewer T gates than its input (T < T0). "
+        "Rate, gap_closed, copy and wrong: means over seeds, 95% t-intervals over seeds; reductions: pooled over "
+        f"seeds. Change from step 0: each seed's final rate minus its own step-0 rate ({drawn}), mean over "
+        f"seeds with its t-interval and MDE (the smallest change {seeds} seed{'s' if seeds != 1 else ''} detect "
+        "at 80% power), and over prompts (each prompt's change averaged over the seeds, t-interval over "
+        "prompts). One seed: no interval over seeds. The warm-start row is the step-0 evaluation of every seed "
+        "(the control `none` repeats it).",
+        "",
+    ]
+    table = []
+    for name, p in found.items():
+        change = format_ci(p["change"])
+        if p["mde/change"] is not None:
+            change += f" ({fmt(p['mde/change'])})"
+        table.append(
+            [
+                "warm-start (step 0)" if name == "warm-start" else f"`{name}`",
+                ", ".join(str(s) for s in p["seeds"]),
+                format_ci(p["reduction_rate"]),
+                f"{p['reductions']} of {p['samples']}",
+                change if name != "warm-start" else "",
+                format_ci(p["change_by_prompt"]) if name != "warm-start" else "",
+                format_ci(p["gap_closed"]),
+                format_ci(p["gap_closed_change"]) if name != "warm-start" else "",
+                fmt(p["copy"]),
+                fmt(p["wrong"]),
+            ]
+        )
+    lines += markdown_table(
+        [
+            "policy",
+            "seeds",
+            "correct reduction",
+            "reductions",
+            "change from step 0, over seeds (MDE)",
+            "over prompts",
+            "gap_closed",
+            "its change",
+            "copy",
+            "wrong",
+        ],
+        table,
+    )
+    return lines
 
 
 def _at_final(agg: dict, per: dict) -> dict:
@@ -590,4 +695,13 @@ def _warm_starts(starts: dict[str, list[str]] | None) -> list[str]:
     return lines
 
 
-__all__ = ["eval_prompt_count", "summary_markdown", "tier_prompt_counts", "write_summary"]
+__all__ = [
+    "HEADLINE_BEGIN",
+    "HEADLINE_END",
+    "eval_prompt_count",
+    "headline_section",
+    "summary_markdown",
+    "sync_headline",
+    "tier_prompt_counts",
+    "write_summary",
+]
