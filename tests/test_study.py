@@ -1270,3 +1270,41 @@ def test_group_logs_of_every_training_step(units_run):
         for x in (units_run / "out" / "arms" / "binary" / "seed0" / "train_scores.jsonl").read_text().splitlines()
     ]
     assert all(s["train_reward"] == (1.0 if s["correct"] else 0.0) for s in binary)
+
+
+def test_a_kept_warm_start_fingerprint_is_rewritten_only_for_other_weights(tmp_path):
+    """Publishing a unit keeps the committed ``sft/fingerprint.json`` while it names the same
+    weights (another checkout's path and time stamp do not rewrite it, so units landed from two
+    checkouts do not conflict), and replaces it when the weights differ."""
+    from types import SimpleNamespace
+
+    from rubriq.studies.units import publish
+
+    out, kept = tmp_path / "out", tmp_path / "kept"
+    record = {
+        "sha256": "a" * 64,
+        "trained_on": None,
+        "written": "2026-12-06T10:00:00+0000",
+        "merged_from": {"adapter": "/checkout/one/warm_start", "sha256": "b" * 64},
+    }
+    for seed in (0, 1):
+        unit = out / "arms" / "binary" / f"seed{seed}"
+        unit.mkdir(parents=True)
+        (unit / "done.json").write_text("{}")
+    (out / "sft").mkdir(parents=True)
+    (out / "sft" / "fingerprint.json").write_text(json.dumps(record))
+    publish(out, kept, SimpleNamespace(split="test"), "binary", 0)
+    first = (kept / "sft" / "fingerprint.json").read_text()
+    assert json.loads(first) == record
+    other_checkout = {
+        **record,
+        "written": "2026-12-07T10:00:00+0000",
+        "merged_from": {**record["merged_from"], "adapter": "/two"},
+    }
+    (out / "sft" / "fingerprint.json").write_text(json.dumps(other_checkout))
+    publish(out, kept, SimpleNamespace(split="test"), "binary", 1)
+    assert (kept / "sft" / "fingerprint.json").read_text() == first
+    rebuilt = {**other_checkout, "sha256": "c" * 64}
+    (out / "sft" / "fingerprint.json").write_text(json.dumps(rebuilt))
+    publish(out, kept, SimpleNamespace(split="test"), "binary", 1)
+    assert json.loads((kept / "sft" / "fingerprint.json").read_text()) == rebuilt

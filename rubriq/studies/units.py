@@ -40,6 +40,34 @@ SHARED_FILES = ("study.json", "filter.json", "sft/fingerprint.json")
 """What the units of a study share, kept with the first unit and refreshed with every later one."""
 
 
+FINGERPRINT = Path("sft", "fingerprint.json")
+
+
+def same_warm_start(a: Path, b: Path) -> bool:
+    """Whether warm-start fingerprints ``a`` and ``b`` (``sft/fingerprint.json``) name the same
+    weights: the same SHA-256 of the model and, where it was merged from an adapter or used
+    where it is, the same adapter hash and model; when and where they were written do not count.
+    False when either is missing or unreadable.
+
+    >>> import json, tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "a").write_text(json.dumps({"sha256": "ab", "written": "2026-12-06", "merged_from": {"sha256": "cd", "adapter": "/x"}}))
+    >>> _ = (d / "b").write_text(json.dumps({"sha256": "ab", "written": "2026-12-07", "merged_from": {"sha256": "cd", "adapter": "y"}}))
+    >>> same_warm_start(d / "a", d / "b"), same_warm_start(d / "a", d / "missing")
+    (True, False)
+    """
+    try:
+        x, y = (json.loads(p.read_text()) for p in (a, b))
+    except (OSError, ValueError):
+        return False
+
+    def key(r: dict) -> tuple:
+        merged = r.get("merged_from") or {}
+        return r.get("sha256"), merged.get("sha256"), r.get("model")
+
+    return key(x)[0] is not None and key(x) == key(y)
+
+
 def adapter_fingerprint(final: Path) -> dict:
     """``{file name: SHA-256}`` of every file of a trained policy folder (``final/``), so that a
     committed result names the exact weights it came from even where they are not kept."""
@@ -80,6 +108,8 @@ def publish(out: Path, results: Path, study, name: str, seed: int, commit: bool 
     prompts = [Path("data") / f"{split}.jsonl" for split in dict.fromkeys((study.split, "train"))]
     for rel in [*map(Path, SHARED_FILES), *tiers, *prompts]:
         if (out / rel).is_file():
+            if rel == FINGERPRINT and same_warm_start(out / rel, results / rel):
+                continue  # the kept record names these weights: left as it is (no new time stamp or path)
             _copy(out / rel, results / rel)
             written.append(results / rel)
     for file in sorted((out / "step0").glob(f"*seed{seed}.json*")) + sorted((out / "step0").glob(f"*seed{seed}.jsonl")):
@@ -140,4 +170,4 @@ def git_commit(folder: Path, message: str) -> bool:
     return False
 
 
-__all__ = ["SHARED_FILES", "UNIT_FILES", "adapter_fingerprint", "git_commit", "publish", "restore"]
+__all__ = ["SHARED_FILES", "UNIT_FILES", "adapter_fingerprint", "git_commit", "publish", "restore", "same_warm_start"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rubriq.config import ConfigError
+from rubriq.studies.settings import _portable
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,9 @@ def merge_adapter(adapter: Path, model_dir: Path) -> Path:
     weights = sorted(adapter.glob("*.safetensors"))
     if not weights:
         raise ConfigError(f"warm_start_model {adapter}: an adapter folder without *.safetensors weights")
-    source = {"adapter": str(adapter.resolve()), "sha256": _sha256(weights)}
+    # relative to the working folder where it lies in it, so that a record committed from one
+    # checkout reads the same from another
+    source = {"adapter": _portable(str(adapter.resolve())), "sha256": _sha256(weights)}
     marker = model_dir / "merged_from.json"
     if (model_dir / "config.json").is_file() and marker.is_file():
         if json.loads(marker.read_text()).get("sha256") == source["sha256"]:
@@ -147,7 +150,8 @@ def warm_start_fingerprint(out: Path, trained_here: bool = False, model: Path | 
     rebuilt warm-start gets the new model's fingerprint, with a warning, not the old one's."""
     path = out / "sft" / "fingerprint.json"
     folder = model or out / "sft" / "model"
-    source = None if model is None or folder.resolve() == (out / "sft" / "model").resolve() else str(folder)
+    inside = model is None or folder.resolve() == (out / "sft" / "model").resolve()
+    source = None if inside else _portable(str(folder.resolve()))
     weights = sorted(folder.glob("*.safetensors"))
     recorded = json.loads(path.read_text()) if path.is_file() else None
     if recorded is not None and not weights:
