@@ -459,6 +459,46 @@ def test_the_headline_counts_reductions_and_their_change_by_hand(tmp_path):
     assert not sync_headline(plain, text) and plain.read_text() == "# No markers\n"
 
 
+def test_a_regenerated_summary_is_committed_with_the_readme_whose_headline_it_rewrote(tmp_path):
+    """``--commit``: the summary's commit takes the results folder and the README above it that
+    carries the headline markers, and nothing else (not a README without markers, not another
+    changed file), so a study run leaves no results file changed but uncommitted."""
+    import subprocess
+
+    from rubriq.studies.summary import HEADLINE_BEGIN, HEADLINE_END, headline_readmes
+    from rubriq.studies.units import git_commit
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    results = tmp_path / "study" / "grpo"
+    results.mkdir(parents=True)
+    (results / "summary.md").write_text("old\n")
+    headline = tmp_path / "study" / "README.md"
+    headline.write_text(f"# Study\n{HEADLINE_BEGIN}\nold\n{HEADLINE_END}\n")
+    (results / "README.md").write_text("# no markers\n")
+    other = tmp_path / "notes.md"
+    other.write_text("a\n")
+    git("add", "-A")
+    git("commit", "-qm", "start")
+    assert headline_readmes(results) == (headline,)
+    (results / "summary.md").write_text("new\n")
+    headline.write_text(f"# Study\n{HEADLINE_BEGIN}\nnew\n{HEADLINE_END}\n")
+    (results / "README.md").write_text("# no markers, edited by hand\n")  # in results: committed with it
+    other.write_text("b\n")
+    assert git_commit(results, "summary", also=headline_readmes(results))
+    assert sorted(git("show", "--name-only", "--format=", "HEAD").split()) == [
+        "study/README.md",
+        "study/grpo/README.md",
+        "study/grpo/summary.md",
+    ]
+    assert git("status", "--porcelain").split() == ["M", "notes.md"]
+    assert not git_commit(results, "nothing changed", also=headline_readmes(results))
+
+
 def test_every_trained_arm_is_compared_with_binary_and_with_none():
     """The rewriting study's arms: each against ``none`` and each trained arm against ``binary``
     (the issue's acceptance), with the paired difference computed by hand for one new pair."""

@@ -46,7 +46,7 @@ from rubriq.studies.evaluate import eval_seed, held_out_metrics, step0_evaluatio
 from rubriq.studies.parallel import run_parallel
 from rubriq.studies.pilot import arm_reward_values, filter_training_prompts
 from rubriq.studies.settings import ArmSettings, StudySettings
-from rubriq.studies.summary import eval_prompt_count, summary_markdown, write_summary
+from rubriq.studies.summary import eval_prompt_count, headline_readmes, summary_markdown, write_summary
 from rubriq.studies.warm_start import prepare_warm_start, warm_start_fingerprint
 
 log = logging.getLogger(__name__)
@@ -131,8 +131,10 @@ def _summaries(out: Path, results: Path | None, study, n_eval: int, commit: bool
     report = write_summary(out, study, n_eval)
     if results is not None and results.is_dir():
         write_summary(results, study, n_eval)
-        if commit:
-            units.git_commit(results, f"study summary regenerated from the kept units ({results})")
+        if commit:  # with the results READMEs whose headline table the summary rewrote
+            units.git_commit(
+                results, f"study summary regenerated from the kept units ({results})", also=headline_readmes(results)
+            )
     return report
 
 

@@ -118,7 +118,7 @@ def write_summary(out: Path, study: StudySettings, eval_prompts: int) -> Path:
         primary_named=_primary_named(out),
     )
     (out / "summary.md").write_text(text)
-    for readme in (out / "README.md", out.parent / "README.md"):
+    for readme in headline_readmes(out):
         sync_headline(readme, text)
     return out / "summary.md"
 
@@ -136,6 +136,16 @@ def headline_section(summary: str) -> str:
         return ""
     end = next((i for i in range(begin, len(lines)) if not lines[i].startswith("|")), len(lines))
     return "\n".join(lines[begin:end])
+
+
+def headline_readmes(out: Path) -> tuple[Path, ...]:
+    """The results READMEs that carry study folder ``out``'s headline table: ``out/README.md``
+    and the one of the folder above, each where it exists and holds the headline markers."""
+    found = []
+    for readme in (out / "README.md", out.parent / "README.md"):
+        if readme.is_file() and HEADLINE_BEGIN in readme.read_text(encoding="utf-8"):
+            found.append(readme)
+    return tuple(found)
 
 
 def sync_headline(readme: Path, summary: str) -> bool:
@@ -701,6 +711,7 @@ __all__ = [
     "eval_prompt_count",
     "headline_section",
     "summary_markdown",
+    "headline_readmes",
     "sync_headline",
     "tier_prompt_counts",
     "write_summary",

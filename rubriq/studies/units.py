@@ -147,19 +147,20 @@ def restore(results: Path, out: Path, study) -> list[tuple[str, int]]:
     return restored
 
 
-def git_commit(folder: Path, message: str) -> bool:
-    """Commit ``folder`` (added, and only it) in the repository that holds it; False (logged) when
-    it is not in a repository or nothing changed.  ``git commit -- PATH`` commits that path alone,
-    whatever else is staged."""
+def git_commit(folder: Path, message: str, also: tuple[Path, ...] = ()) -> bool:
+    """Commit ``folder`` (added, and only it, with the files ``also`` that exist) in the repository
+    that holds it; False (logged) when it is not in a repository or nothing changed.  ``git
+    commit -- PATH...`` commits those paths alone, whatever else is staged."""
     folder = folder.resolve()
+    paths = [str(folder), *(str(p.resolve()) for p in also if p.is_file())]
     run = {"cwd": folder, "capture_output": True, "text": True, "check": False}
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], **run)  # type: ignore[call-overload]
     if top.returncode != 0:
         log.warning("%s is not in a git repository: unit not committed", folder)
         return False
     for attempt in range(6):
-        subprocess.run(["git", "add", "--", str(folder)], **run)  # type: ignore[call-overload]
-        done = subprocess.run(["git", "commit", "-q", "-m", message, "--", str(folder)], **run)  # type: ignore[call-overload]
+        subprocess.run(["git", "add", "--", *paths], **run)  # type: ignore[call-overload]
+        done = subprocess.run(["git", "commit", "-q", "-m", message, "--", *paths], **run)  # type: ignore[call-overload]
         if done.returncode == 0:
             return True
         why = (done.stderr or done.stdout).strip()
