@@ -497,6 +497,11 @@ def test_a_regenerated_summary_is_committed_with_the_readme_whose_headline_it_re
     ]
     assert git("status", "--porcelain").split() == ["M", "notes.md"]
     assert not git_commit(results, "nothing changed", also=headline_readmes(results))
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.md"  # not in the repository: left out
+    outside.write_text("x\n")
+    (results / "summary.md").write_text("newer\n")
+    assert git_commit(results, "summary again", also=(outside,))
+    assert git("show", "--name-only", "--format=", "HEAD").split() == ["study/grpo/summary.md"]
 
 
 def test_every_trained_arm_is_compared_with_binary_and_with_none():

@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 UNIT_FILES = ("done.json", "evals.jsonl", "metrics.jsonl", "train_scores.jsonl", "groups.jsonl", "adapter.json")
 """The files of a finished arm-seed that are kept, besides its scored samples (``*records_step*.jsonl``)."""
 SHARED_FILES = ("study.json", "filter.json", "sft/fingerprint.json")
-"""What the units of a study share, kept with the first unit and refreshed with every later one."""
+"""What the units of a study share, kept with the first unit and refreshed with every later one
+(the warm-start fingerprint only when it names other weights: :func:`same_warm_start`)."""
 
 
 FINGERPRINT = Path("sft", "fingerprint.json")
@@ -152,12 +153,13 @@ def git_commit(folder: Path, message: str, also: tuple[Path, ...] = ()) -> bool:
     that holds it; False (logged) when it is not in a repository or nothing changed.  ``git
     commit -- PATH...`` commits those paths alone, whatever else is staged."""
     folder = folder.resolve()
-    paths = [str(folder), *(str(p.resolve()) for p in also if p.is_file())]
     run = {"cwd": folder, "capture_output": True, "text": True, "check": False}
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], **run)  # type: ignore[call-overload]
     if top.returncode != 0:
         log.warning("%s is not in a git repository: unit not committed", folder)
         return False
+    root = Path(top.stdout.strip()).resolve()
+    paths = [str(folder), *(str(p.resolve()) for p in also if p.is_file() and p.resolve().is_relative_to(root))]
     for attempt in range(6):
         subprocess.run(["git", "add", "--", *paths], **run)  # type: ignore[call-overload]
         done = subprocess.run(["git", "commit", "-q", "-m", message, "--", *paths], **run)  # type: ignore[call-overload]
