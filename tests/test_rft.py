@@ -339,6 +339,58 @@ def test_a_stopped_pool_resumes_to_the_same_draws_and_both_policies_share_the_se
     assert "reused from" in summary["sources"]["warm_start_records"]
 
 
+def test_committed_pool_chunks_resume_where_the_run_folder_is_gone(first_run, monkeypatch):
+    """With ``--commit`` each pool chunk is committed as soon as it is scored; a run on a machine
+    without the run folder reads the committed chunks and draws only the others (the same draws
+    as an unstopped run), committing each; a committed pool of other settings is refused."""
+    import shutil
+    import subprocess
+
+    from rubriq.config import ConfigError
+    from rubriq.studies import rft
+
+    tmp = first_run["tmp"]
+    monkeypatch.setenv("RUBRIQ_CACHE", str(tmp / "cache"))
+    kept = tmp / "out_kept" / "pool"  # the first run's, copied there chunk by chunk
+    assert sorted(p.name for p in kept.iterdir()) == [f"chunk000{k}.jsonl" for k in range(3)] + ["plan.json"]
+    assert [r for k in range(3) for r in _jsonl(kept / f"chunk000{k}.jsonl")] == _pool_records(first_run["out"])
+    repo = tmp / "repo"
+    (repo / "kept" / "pool").mkdir(parents=True)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    for name in ("plan.json", "chunk0000.jsonl"):  # what a run stopped after its first chunk committed
+        shutil.copy2(kept / name, repo / "kept" / "pool" / name)
+    git("add", ".")
+    git("commit", "-q", "-m", "a stopped run's first chunk")
+    config = _write_configs(tmp, "elsewhere", results_dir=str(repo / "kept"))
+    pool = _pool(config)
+    calls: list[list[str]] = []
+    _planting(monkeypatch, pool, calls)
+    rft.run(config, commit=True)
+    pool_ids = {r["id"] for r in pool}
+    assert [ids[0] for ids in calls if ids[0] in pool_ids] == [pool[3]["id"], pool[6]["id"]]  # chunks 1 and 2
+    assert _pool_records(tmp / "elsewhere") == _pool_records(first_run["out"])
+    subjects = git("log", "--format=%s").splitlines()
+    assert [s.split(" (")[0] for s in subjects[1:4]] == [
+        "rft pool: chunk 3 of 3 sampled and scored",
+        "rft pool: chunk 2 of 3 sampled and scored",
+        "a stopped run's first chunk",
+    ]
+    assert subjects[0].startswith("rft (remedy 1 of issue 52)")
+    assert git("show", "--name-only", "--format=", "HEAD~2").split() == ["kept/pool/chunk0001.jsonl"]
+    assert git("status", "--porcelain") == ""
+    # a committed pool drawn with other settings is not mixed with new draws
+    plan = json.loads((repo / "kept" / "pool" / "plan.json").read_text())
+    (repo / "kept" / "pool" / "plan.json").write_text(json.dumps({**plan, "chunk_prompts": 2}))
+    with pytest.raises(ConfigError, match="committed pool"):
+        rft.run(_write_configs(tmp, "other", results_dir=str(repo / "kept"), chunk_prompts=3), commit=True)
+
+
 # -- settings -------------------------------------------------------------------------------------
 def test_bad_rft_settings_name_the_key(tmp_path):
     from rubriq.cli import app

@@ -48,9 +48,11 @@ Every stage is written as it goes and skipped when its output is there::
                                      POLICY warm_start or rft: a study's step-0 layout)
     OUT/rft/summary.md  OUT/rft/summary.json
 
-With ``--commit`` the small files (summary, stats, dataset, training log, the evaluations drawn
-here, the adapter without the base's tokenizer, with its ``SHA256SUMS``) are copied into
-``results_dir`` and committed (``git commit -- RESULTS_DIR``).
+With ``--commit`` each pool chunk is committed to ``results_dir/pool`` as soon as it is scored
+(a run stopped on one machine resumes on another from what was committed), and at the end the
+small files (summary, stats, dataset, training log, the evaluations drawn here, the adapter
+without the base's tokenizer, with its ``SHA256SUMS``) are copied into ``results_dir`` and
+committed (``git commit -- RESULTS_DIR``).
 """
 
 from __future__ import annotations
@@ -310,9 +312,17 @@ def build_dataset(
 
 
 # -- the stages -------------------------------------------------------------------------------
-def sample_pool(rft: RftSettings, settings, warm, rows: list[dict], folder: Path, progress=None) -> list[dict]:
+def sample_pool(
+    rft: RftSettings, settings, warm, rows: list[dict], folder: Path, progress=None, keep: Path | None = None
+) -> list[dict]:
     """The pool's scored samples, chunk by chunk (``folder/chunkK.jsonl``, each written whole
-    once sampled and scored; chunks already there are read, not drawn again)."""
+    once sampled and scored; chunks already there are read, not drawn again).
+
+    With ``keep`` (``results_dir/pool`` under ``--commit``) each chunk is also copied there and
+    committed as soon as it is scored, and a chunk committed there by an earlier run (on this
+    machine or another, its run folder gone) is read instead of drawn: the pool is an hour of
+    sampling on 2 cores, longer than is safe to leave uncommitted.  The committed ``plan.json``
+    must equal this run's (same warm-start weights, prompts, chunking, sampler and sampling)."""
     from rubriq.evaluation.sampling import generate, save_records, score
     from rubriq.models.generation import GenerationFlags, install_prefix_generate
     from rubriq.studies.warm_start import _sha256
@@ -335,11 +345,23 @@ def sample_pool(rft: RftSettings, settings, warm, rows: list[dict], folder: Path
             f"{recorded}): delete the folder to sample the pool again"
         )
     recorded.write_text(json.dumps(plan, indent=2))
+    if keep is not None:
+        kept_plan = keep / "plan.json"
+        if kept_plan.is_file() and json.loads(kept_plan.read_text()) != plan:
+            raise ConfigError(
+                f"the committed pool {keep} was sampled with other settings ({kept_plan}): "
+                "remove it (git rm -r) to sample the pool again, or restore the settings it names"
+            )
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(recorded, kept_plan)
     model = None
     records: list[dict] = []
     chunks = [rows[i : i + rft.chunk_prompts] for i in range(0, len(rows), rft.chunk_prompts)]
     for k, chunk in enumerate(chunks):
         path = folder / f"chunk{k:04d}.jsonl"
+        kept = keep / path.name if keep is not None else None
+        if not path.is_file() and kept is not None and kept.is_file():
+            shutil.copy2(kept, path)  # committed by an earlier run
         if not path.is_file():
             if model is None:
                 flags = GenerationFlags.of_generate(settings.generation.end_after_code_block)
@@ -361,6 +383,11 @@ def sample_pool(rft: RftSettings, settings, warm, rows: list[dict], folder: Path
             log.info("rft pool: chunk %d of %d sampled (%.0f s)", k + 1, len(chunks), time.perf_counter() - start)
             if progress:
                 progress(f"pool chunk {k + 1} of {len(chunks)} sampled and scored")
+        if kept is not None and not kept.is_file():
+            from rubriq.studies.units import git_commit
+
+            shutil.copy2(path, kept)
+            git_commit(kept.parent, f"rft pool: chunk {k + 1} of {len(chunks)} sampled and scored ({kept.parent})")
         records += layout.read_jsonl(path)
     return records
 
@@ -726,7 +753,10 @@ def run(config: str | Path, out: str | Path | None = None, commit: bool = False,
 
     if progress:
         progress(f"pool: {len(pool)} prompts of split {rft.pool_split!r} x {rft.sampling.samples} samples")
-    records = sample_pool(rft, settings, warm, pool, folder / "pool", progress)
+    if commit and not rft.results_dir:
+        raise ConfigError("--commit needs results_dir in the YAML (where the kept files go)")
+    keep = Path(rft.results_dir) / "pool" if commit else None
+    records = sample_pool(rft, settings, warm, pool, folder / "pool", progress, keep=keep)
     gold = load_rows(settings, settings.sft.split or None) if rft.mix_gold else []
     rows, stats = build_dataset(records, pool, gold, rft, eps)
     dataset = folder / "dataset.jsonl"
@@ -760,8 +790,6 @@ def run(config: str | Path, out: str | Path | None = None, commit: bool = False,
     }
     report = write_summary(folder, rft, stats, result, sources)
     if commit:
-        if not rft.results_dir:
-            raise ConfigError("--commit needs results_dir in the YAML (where the kept files go)")
         publish(folder, Path(rft.results_dir), reused, commit=True)
     return report
 
