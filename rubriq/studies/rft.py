@@ -320,8 +320,8 @@ def sample_pool(
 
     With ``keep`` (``results_dir/pool`` under ``--commit``) each chunk is also copied there and
     committed as soon as it is scored, and a chunk committed there by an earlier run (on this
-    machine or another, its run folder gone) is read instead of drawn: the pool is an hour of
-    sampling on 2 cores, longer than is safe to leave uncommitted.  The committed ``plan.json``
+    machine or another, its run folder gone) is read instead of drawn: the rewriting pool took ~37
+    minutes on 2 cores, longer than is safe to leave uncommitted.  The committed ``plan.json``
     must equal this run's (same warm-start weights, prompts, chunking, sampler and sampling)."""
     from rubriq.evaluation.sampling import generate, save_records, score
     from rubriq.models.generation import GenerationFlags, install_prefix_generate
