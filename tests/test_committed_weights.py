@@ -96,6 +96,13 @@ def test_every_committed_policy_folder_has_a_model_card():
         assert meta["base_model"] and meta["library_name"] == "peft" and meta["model-index"], folder
         for heading in ("## Training data and recipe", "## Evaluation", "## Intended use and limits", "## How to load"):
             assert heading in text, (folder, heading)
+    # the RFT adapter's card is the one its committed summary makes (regenerated, not edited)
+    from rubriq.studies.rft import model_card
+
+    rft = root / "studies" / "rewriting" / "rft"
+    assert (rft / "adapter" / "README.md").read_text(encoding="utf-8") == model_card(
+        rft, "results/studies/rewriting/rft"
+    )
     last = json.loads((WARM_START.parent / "curve.jsonl").read_text().splitlines()[-1])
     metrics = {
         m["type"]: m["value"]

@@ -280,7 +280,7 @@ def test_the_kept_adapter_is_a_warm_start_a_study_can_use(first_run):
     kept = first_run["tmp"] / "out_kept"
     adapter = kept / "adapter"
     files = {p.name for p in adapter.iterdir()}
-    assert {"adapter_config.json", "adapter_model.safetensors", "rubriq_policy.json", "rft.json"} <= files
+    assert {"adapter_config.json", "adapter_model.safetensors", "rubriq_policy.json", "rft.json", "README.md"} <= files
     assert not files & {"tokenizer.json", "tokenizer_config.json"}  # the base's, not committed
     sums = dict(reversed(line.split("  ")) for line in (adapter / "SHA256SUMS").read_text().splitlines())
     assert set(sums) == files - {"SHA256SUMS"}
@@ -289,6 +289,21 @@ def test_the_kept_adapter_is_a_warm_start_a_study_can_use(first_run):
         assert (kept / name).is_file(), name
     assert (kept / "eval" / "rft" / "step0" / "records_seed0.jsonl").is_file()
     assert (kept / "eval" / "warm_start" / "step0" / "records_seed0.jsonl").is_file()  # drawn here
+    # the model card: Hugging Face front matter whose metrics are the summary's counts over samples
+    import yaml
+
+    card = (adapter / "README.md").read_text()
+    meta = yaml.safe_load(card.split("---\n")[1])
+    assert meta["library_name"] == "peft" and meta["base_model"] == str(
+        (first_run["tmp"] / "models" / "base").resolve()
+    )
+    rft = json.loads((kept / "summary.json").read_text())["policies"]["rft"]
+    metrics = {m["type"]: m["value"] for m in meta["model-index"][0]["results"][0]["metrics"]}
+    assert rft["samples"] == 6
+    assert metrics["correct_reduction_rate"] == round(rft["reduction"] / 6, 3)
+    assert metrics["wrong_rate"] == round(rft["wrong"] / 6, 3)
+    for heading in ("## Training data and recipe", "## Evaluation", "## Intended use and limits", "## How to load"):
+        assert heading in card, heading
     # a study's warm_start_model: merged into its base, with the base's tokenizer
     merged = merge_adapter(adapter, first_run["tmp"] / "study" / "sft" / "model")
     assert (merged / "config.json").is_file() and load_tokenizer(str(adapter)) is not None

@@ -51,8 +51,8 @@ Every stage is written as it goes and skipped when its output is there::
 With ``--commit`` each pool chunk is committed to ``results_dir/pool`` as soon as it is scored
 (a run stopped on one machine resumes on another from what was committed), and at the end the
 small files (summary, stats, dataset, training log, the evaluations drawn here, the adapter
-without the base's tokenizer, with its ``SHA256SUMS``) are copied into ``results_dir`` and
-committed (``git commit -- RESULTS_DIR``).
+without the base's tokenizer, with a model card (:func:`model_card`) and its ``SHA256SUMS``) are
+copied into ``results_dir`` and committed (``git commit -- RESULTS_DIR``).
 """
 
 from __future__ import annotations
@@ -682,6 +682,151 @@ COMMITTED = ("summary.md", "summary.json", "stats.json", "dataset.jsonl", "metri
 """The files of ``OUT/rft`` that ``--commit`` keeps (with the adapter and the evaluations)."""
 
 
+def model_card(results: Path, shown: str | None = None) -> str:
+    """The kept adapter's ``README.md`` (the Hugging Face model-card convention, as
+    :func:`rubriq.studies.weights.model_card` writes for a study's kept GRPO policies): front
+    matter (base model, library, the RFT adapter's metrics on the evaluation split) and what it
+    is, what it was trained on, how it did against the warm-start, its limits, how to load it; every
+    number read from ``results/summary.json`` and ``results/adapter/rft.json``. ``shown``: how the
+    card names ``results`` (default: as given; the commands it prints run from the repository)."""
+    import yaml
+
+    from rubriq.models import EMBEDDED, EMBEDDED_HUB_ID
+    from rubriq.tables import fmt, format_ci, markdown_table
+
+    summary = json.loads((results / "summary.json").read_text())
+    adapter = results / "adapter"
+    info = json.loads((adapter / "rft.json").read_text())
+    base = json.loads((adapter / "adapter_config.json").read_text())["base_model_name_or_path"]
+    settings, stats, policies, paired = summary["settings"], summary["pool"], summary["policies"], summary["paired"]
+    rft, warm = policies["rft"], policies["warm_start"]
+    split, per_prompt = settings["eval_split"], rft["samples"] // max(rft["prompts"], 1)
+    where = shown or results.as_posix()
+
+    def rate(info: dict, key: str) -> float:
+        return round(info[key] / max(info["samples"], 1), 3)
+
+    _, low, high = rft["reduction_rate"]
+    metrics = [
+        {
+            "type": "correct_reduction_rate",
+            "value": rate(rft, "reduction"),
+            "name": f"correct with T < T0 (95% Wilson interval {low:.3f}-{high:.3f})",
+        },
+        {"type": "copy_rate", "value": rate(rft, "copy"), "name": "correct copy of the input"},
+        {"type": "wrong_rate", "value": rate(rft, "wrong"), "name": "not equivalent or unparsed"},
+        {"type": "gap_closed", "value": round(rft["gap_closed"], 3), "name": "fraction of the T gap to PyZX closed"},
+    ]
+    meta = {
+        "library_name": "peft",
+        "base_model": EMBEDDED_HUB_ID if base == EMBEDDED else base,
+        "license": "apache-2.0",
+        "language": ["en"],
+        "tags": ["quantum-computing", "quantum-circuits", "openqasm", "t-count", "lora", "sft", "rft", "rubriq"],
+        "pipeline_tag": "text-generation",
+        "model-index": [
+            {
+                "name": "rubriq-rewriting-rft",
+                "results": [
+                    {
+                        "task": {
+                            "type": "text-generation",
+                            "name": "rewrite a Clifford+T circuit with fewer T gates (same unitary)",
+                        },
+                        "dataset": {
+                            "type": "rubriq/rewrite_small",
+                            "name": f"{rft['prompts']} generated rewrite circuits of split {split}, "
+                            f"{per_prompt} samples each",
+                        },
+                        "metrics": metrics,
+                    }
+                ],
+            }
+        ],
+    }
+    table = markdown_table(
+        ["policy", "samples", "correct reductions", "copies", "wrong", "prompts with a reduction", "gap closed"],
+        [
+            [
+                name,
+                p["samples"],
+                f"{p['reduction']} ({format_ci(p['reduction_rate'])})",
+                p["copy"],
+                p["wrong"],
+                f"{p['prompts_with_reduction']} of {p['prompts']}",
+                fmt(p["gap_closed"]),
+            ]
+            for name, p in (("warm-start", warm), ("this adapter", rft))
+        ],
+    )
+    folder = where + "/adapter"
+    args = ", ".join(f"{k} {v}" for k, v in settings.get("sft_args", {}).items())
+    return f"""---
+{yaml.safe_dump(meta, sort_keys=False)}---
+
+# RubriQ rewriting warm-start after rejection-sampling fine-tuning (LoRA on SmolLM2-135M-Instruct)
+
+RubriQ's rewriting warm-start adapter (`{settings["warm_start_model"]}`) trained further on its own
+verified correct reductions: remedy 1 of the rewriting study (docs/studies.md, "Rewriting";
+`{where}/summary.md`). It rewrites small OpenQASM 2.0 Clifford+T circuits. A research
+artifact, not a usable optimizer.
+
+## Model
+
+- **Base:** `{base}` (`base_model_name_or_path` in `adapter_config.json`; `embedded` is
+  RubriQ's embedded SmolLM2-135M-Instruct): the warm-start's own LoRA adapter, the same rank and
+  modules, trained further, so loading this folder gives the model that was evaluated.
+- **Prompt:** the warm-start's (`rubriq_policy.json`), answers in OpenQASM 2.0.
+- **Files:** `adapter_config.json`, the weights (SHA-256 `{info["sha256"][:16]}...`),
+  `rubriq_policy.json`, `rft.json` (what it was trained on and how), this card; `SHA256SUMS` lists
+  each file's hash.
+
+## Training data and recipe
+
+`rubriq study rft` (its settings: `settings` in `{where}/summary.json`): the warm-start sampled
+{stats["samples_per_prompt"]} completions of each of the {stats["pool_prompts"]} prompts of split
+`{stats["pool_split"]}` ({stats["samples"]} samples); RubriQ's fidelity engine verified
+{stats["reductions"]} correct reductions (F_avg >= 0.99 and fewer T gates than the input) on
+{stats["prompts_with_reduction"]} prompts. The fewest-T one of each prompt, verbatim, is a training
+row: {stats["rows"]} rows (`{where}/dataset.jsonl`, SHA-256
+`{info["dataset_sha256"][:16]}...`), {stats["mix_gold"]} of them gold answers of the SFT corpus.
+Supervised fine-tuning (TRL) of the same adapter: {args}; CPU.
+
+## Evaluation
+
+On split `{split}` ({rft["prompts"]} generated circuits of the training distribution, disjoint
+from the pool), {per_prompt} samples each at the training temperature, with the same sampling
+seed for both policies ({summary["eval_seed"]}; common random numbers), checked by RubriQ's
+fidelity engine (correct: F_avg >= 0.99). 95% Wilson intervals:
+
+{chr(10).join(table)}
+
+Paired change from the warm-start, mean of the per-prompt change over the {rft["prompts"]} prompts
+(95% t-interval): correct-reduction rate {format_ci(paired["reduction"])}, correct rate
+{format_ci(paired["correct"])}, gap to PyZX closed {format_ci(paired["gap_closed"])}.
+
+## Intended use and limits
+
+- For: reproducing RubriQ's rewriting study and as the warm-start of further training (a study's
+  `warm_start_model`, as `configs/studies/rewriting_pilot_rft.yaml` uses it).
+- Not for: optimizing circuits you depend on without verification. Trained on 2-3 qubit circuits
+  of a few dozen gates; most samples are wrong. `rubriq optimize` verifies every sample against
+  the input and returns only verified ones.
+
+## How to load
+
+```bash
+rubriq optimize my_circuit.qasm --model {folder} -n 8
+```
+
+```python
+from rubriq.models import load_model
+
+model = load_model("{folder}")  # the base with this adapter merged
+```
+"""
+
+
 def publish(folder: Path, results: Path, reused: bool, commit: bool) -> list[Path]:
     """Copy the small files of ``folder`` (``OUT/rft``) into ``results``: :data:`COMMITTED`, the
     evaluations (the warm-start's records only when drawn here, not reused), the adapter without
@@ -709,6 +854,7 @@ def publish(folder: Path, results: Path, reused: bool, commit: bool) -> list[Pat
     for file in sorted((folder / "adapter").iterdir()):
         if file.is_file() and file.name not in TOKENIZER_FILES and file.name != "SHA256SUMS":
             shutil.copy2(file, adapter / file.name)
+    (adapter / "README.md").write_text(model_card(results), encoding="utf-8")
     sums = adapter_fingerprint(adapter)
     (adapter / "SHA256SUMS").write_text("".join(f"{sha}  {name}\n" for name, sha in sums.items()))
     written += sorted(adapter.iterdir())
