@@ -103,6 +103,14 @@ def test_every_committed_policy_folder_has_a_model_card():
     assert (rft / "adapter" / "README.md").read_text(encoding="utf-8") == model_card(
         rft, "results/studies/rewriting/rft"
     )
+    # the hand-written card of the first warm-start says what the card generator computes from its records
+    from rubriq.studies.sft_curve import SftCurveSettings
+    from rubriq.studies.sft_curve import model_card as curve_card
+
+    curve = SftCurveSettings.from_yaml(root.parent / "configs" / "studies" / "rewriting_warm_start.yaml")
+    generated = yaml.safe_load(curve_card(WARM_START.parent, curve, "x").split("---\n")[1])
+    written = yaml.safe_load((WARM_START / "README.md").read_text().split("---\n")[1])
+    assert generated["model-index"][0]["results"][0]["metrics"] == written["model-index"][0]["results"][0]["metrics"]
     last = json.loads((WARM_START.parent / "curve.jsonl").read_text().splitlines()[-1])
     metrics = {
         m["type"]: m["value"]

@@ -95,6 +95,33 @@ def test_sft_curve_trains_on_its_corpus_evaluates_at_each_point_and_resumes(tmp_
     assert json.loads((out / "sft" / "fingerprint.json").read_text())["sha256"]
     assert (out / "curve.md").read_text().count("| 8 |") == 2 and (out / "curve.png").stat().st_size > 0
 
+    # --keep: the curve, every point's records and the adapter with a card and its hashes
+    kept = tmp_path / "kept"
+    result = CliRunner().invoke(app, ["study", "sft-curve", str(config), "--table-only", "--keep", str(kept)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (kept / "records").iterdir()) == sorted(p.name for p in (out / "records").iterdir())
+    assert (kept / "curve.jsonl").read_text() == (out / "curve.jsonl").read_text()
+    warm = kept / "warm_start"
+    files = {p.name for p in warm.iterdir()}
+    assert {"adapter_config.json", "adapter_model.safetensors", "rubriq_policy.json", "README.md"} <= files
+    assert not files & {"tokenizer.json", "tokenizer_config.json", "training_args.bin"}
+    sums = dict(reversed(line.split("  ")) for line in (warm / "SHA256SUMS").read_text().splitlines())
+    assert set(sums) == files - {"SHA256SUMS"}
+    import hashlib
+
+    assert all(hashlib.sha256((warm / n).read_bytes()).hexdigest() == h for n, h in sums.items())
+    assert (warm / "adapter_model.safetensors").read_bytes() == (
+        out / "sft" / "adapter" / "adapter_model.safetensors"
+    ).read_bytes()
+    meta = yaml.safe_load((warm / "README.md").read_text().split("---\n")[1])
+    final = max((r for r in rows if r["split"] == "test"), key=lambda r: r["examples"])
+    metrics = {m["type"]: m["value"] for m in meta["model-index"][0]["results"][0]["metrics"]}
+    assert metrics["correct_reduction_rate"] == round(final["correct_reduction_rate"], 3)
+    assert metrics["wrong_rate"] == round(final["wrong_rate"], 3)
+    assert "**did not meet**" in (warm / "README.md").read_text()  # a random tiny model
+    bad = CliRunner().invoke(app, ["study", "sft-curve", str(config), "--table-only", "--commit"])
+    assert bad.exit_code != 0 and "--keep" in bad.output
+
     # a run stopped after its first point resumes from that point's checkpoint and evaluates
     # only the points it had not
     first = tmp_path / "again"

@@ -96,18 +96,30 @@ def study_sft_curve(
     ),
     out: Path | None = typer.Option(None, metavar="DIR", help="Output folder (default: the YAML's output_dir)."),
     table_only: bool = typer.Option(False, "--table-only", help="Rewrite curve.md and curve.png from curve.jsonl."),
+    keep: Path | None = typer.Option(
+        None,
+        "--keep",
+        metavar="DIR",
+        help="After the run, copy the curve, its records and the adapter with a model card into DIR.",
+    ),
+    commit: bool = typer.Option(False, "--commit", help="With --keep: commit DIR (git commit -- DIR)."),
 ) -> None:
     """Train an SFT warm-start and measure, at set numbers of examples seen, how often it rewrites
     held-out circuits correctly with fewer T, copies them, or breaks them. Resumable."""
     from rubriq.studies import sft_curve
 
     check(config.is_file(), "YAML", f"no such file: {config}")
+    check(keep is not None or not commit, "--commit", "commits what --keep DIR keeps: give --keep DIR")
     with reported():
         if table_only:
             curve = sft_curve.SftCurveSettings.from_yaml(config)
             report = sft_curve.write_curve(Path(out or curve.output_dir), curve)
         else:
             report = sft_curve.run(config, out, progress=lambda m: console.print(f"sft-curve: {m}", markup=False))
+        if keep is not None:
+            curve = sft_curve.SftCurveSettings.from_yaml(config)
+            kept = sft_curve.keep(Path(out or curve.output_dir), curve, keep, str(config), commit=commit)
+            console.print(f"kept: {kept}", markup=False)
     console.print(f"curve: {report}", markup=False)
 
 

@@ -28,6 +28,16 @@ saved at each evaluated point; points already in ``curve.jsonl`` are not evaluat
 
 ``OUT`` may be a convergence study's output folder: the study then starts from this warm-start
 (it trains none when ``OUT/sft/model`` exists) and uses the same data.
+
+``--keep DIR`` (:func:`keep`) copies what a results folder keeps of a finished run, the curve,
+every point's records and the trained LoRA adapter with a model card, into ``DIR`` (``--commit``:
+and commits it), so that a study on another machine starts from the committed adapter
+(``warm_start_model: DIR/warm_start``) instead of training it again::
+
+    DIR/curve.jsonl  DIR/curve.md  DIR/curve.png  DIR/records/  DIR/sft_metrics.jsonl
+    DIR/warm_start_fingerprint.json   the merged model's SHA-256 (OUT/sft/fingerprint.json)
+    DIR/warm_start/                   the adapter (base renamed to ``embedded`` where it is the
+                                      embedded model), rubriq_policy.json, README.md, SHA256SUMS
 """
 
 from __future__ import annotations
@@ -381,4 +391,213 @@ def plot_curve(rows: list[dict], splits: tuple[str, ...], path: Path) -> Path:
     return path
 
 
-__all__ = ["CURVE_METRICS", "SftCurveSettings", "point_metrics", "run", "write_curve"]
+def keep(folder: Path, curve: SftCurveSettings, results: Path, config: str, commit: bool = False) -> Path:
+    """Copy the finished SFT curve of ``folder`` into ``results`` (the layout in the module
+    docstring) with a model card for its adapter; ``config``: the YAML it ran with, as the card
+    names it. With ``commit``, commit ``results``. Returns ``results/warm_start``."""
+    import shutil
+
+    from rubriq.models import EMBEDDED, POLICY_INFO, embedded_dir
+    from rubriq.studies.rft import TOKENIZER_FILES
+    from rubriq.studies.units import adapter_fingerprint, git_commit
+
+    adapter = folder / "sft" / "adapter"
+    if not (adapter / "adapter_config.json").is_file() or not (folder / "sft" / "model" / "config.json").is_file():
+        raise ConfigError(f"{folder}: no finished LoRA warm-start here (sft/adapter, sft/model): run the curve first")
+    write_curve(folder, curve)
+    results.mkdir(parents=True, exist_ok=True)
+    for name in ("curve.jsonl", "curve.md", "curve.png"):
+        shutil.copy2(folder / name, results / name)
+    for file in sorted((folder / "records").glob("*.jsonl")):
+        (results / "records").mkdir(exist_ok=True)
+        shutil.copy2(file, results / "records" / file.name)
+    if (folder / "sft" / "metrics.jsonl").is_file():
+        shutil.copy2(folder / "sft" / "metrics.jsonl", results / "sft_metrics.jsonl")
+    if (folder / "sft" / "fingerprint.json").is_file():
+        shutil.copy2(folder / "sft" / "fingerprint.json", results / "warm_start_fingerprint.json")
+    dst = results / "warm_start"
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir()
+    for file in sorted(adapter.iterdir()):
+        # the tokenizer is the base's; PEFT's own README names this machine's paths
+        if file.is_file() and file.name not in (*TOKENIZER_FILES, "README.md", "SHA256SUMS", "training_args.bin"):
+            shutil.copy2(file, dst / file.name)
+    config_path = dst / "adapter_config.json"
+    adapter_config = json.loads(config_path.read_text())
+    named = adapter_config.get("base_model_name_or_path")
+    if named and Path(named).resolve() == embedded_dir().resolve():
+        adapter_config["base_model_name_or_path"] = EMBEDDED
+        config_path.write_text(json.dumps(adapter_config, indent=2))
+    info = _read_json(folder / "sft" / "model" / POLICY_INFO)
+    rows = sorted(_read_jsonl(folder / "curve.jsonl"), key=lambda r: r["examples"])
+    info.update(
+        base_model=adapter_config.get("base_model_name_or_path"),
+        adapter_base=adapter_config.get("base_model_name_or_path"),
+        sft_warm_start=True,
+        algorithm="sft",
+        reward=None,
+        trained_by=f"rubriq study sft-curve {config} ({rows[-1]['examples'] if rows else '?'} examples, "
+        f"LoRA r={adapter_config.get('r')})",
+    )
+    (dst / POLICY_INFO).write_text(json.dumps(info, indent=2))
+    (dst / "README.md").write_text(model_card(results, curve, config), encoding="utf-8")
+    sums = adapter_fingerprint(dst)
+    (dst / "SHA256SUMS").write_text("".join(f"{sha}  {name}\n" for name, sha in sums.items()))
+    log.info("sft-curve: kept in %s", results)
+    if commit:
+        git_commit(results, f"sft-curve: the warm-start's curve, records and adapter with its model card ({results})")
+    return dst
+
+
+def model_card(results: Path, curve: SftCurveSettings, config: str, shown: str | None = None) -> str:
+    """``results/warm_start/README.md`` (the Hugging Face model-card convention): front matter
+    (base model, library, the final point's metrics on the first of ``eval_splits``) and what the
+    adapter is, how it was trained, its curve, the named goal's verdict, its limits, how to load
+    it; every number from ``results/curve.jsonl`` and the final point's records (95% intervals
+    over prompts, :func:`rubriq.studies.weights.held_out_outcomes`)."""
+    import yaml
+
+    from rubriq.models import EMBEDDED, EMBEDDED_HUB_ID
+    from rubriq.studies.weights import held_out_outcomes
+    from rubriq.tables import fmt, markdown_table
+
+    split = curve.eval_splits[0]
+    rows = sorted((r for r in _read_jsonl(results / "curve.jsonl") if r["split"] == split), key=lambda r: r["examples"])
+    if not rows:
+        raise ConfigError(f"{results / 'curve.jsonl'}: no evaluated point on split {split!r}")
+    last = rows[-1]
+    outcomes = held_out_outcomes(_read_jsonl(results / "records" / f"{split}_examples{last['examples']}.jsonl"))
+    adapter_config = json.loads((results / "warm_start" / "adapter_config.json").read_text())
+    base = adapter_config.get("base_model_name_or_path") or "unnamed (a model built in memory)"
+    where = shown or results.as_posix()
+    per_prompt = outcomes["samples"] // max(outcomes["prompts"], 1)
+
+    def interval(values) -> str:
+        return "-" if values[1] is None else f"{fmt(values[1])}-{fmt(values[2])}"
+
+    met = (last["correct_reduction_rate"] or 0) >= curve.goal_reduction and (
+        last["wrong_rate"] if last["wrong_rate"] is not None else 1
+    ) <= curve.goal_wrong
+    metrics = [
+        {
+            "type": "correct_reduction_rate",
+            "value": round(last["correct_reduction_rate"], 3),
+            "name": f"correct with T < T0 (95% CI over prompts {interval(outcomes['reduction'])})",
+        },
+        {
+            "type": "copy_rate",
+            "value": round(last["copy_rate"], 3),
+            "name": f"correct copy of the input (95% CI {interval(outcomes['copy'])})",
+        },
+        {
+            "type": "wrong_rate",
+            "value": round(last["wrong_rate"], 3),
+            "name": f"not equivalent or unparsed (95% CI {interval(outcomes['wrong'])})",
+        },
+        {"type": "gap_closed", "value": round(last["gap_closed"], 3), "name": "fraction of the T gap to PyZX closed"},
+    ]
+    meta = {
+        "library_name": "peft",
+        "base_model": EMBEDDED_HUB_ID if base == EMBEDDED else base,
+        "license": "apache-2.0",
+        "language": ["en"],
+        "tags": ["quantum-computing", "quantum-circuits", "openqasm", "t-count", "lora", "sft", "rubriq"],
+        "pipeline_tag": "text-generation",
+        "model-index": [
+            {
+                "name": f"rubriq-{Path(config).stem.replace('_', '-')}",
+                "results": [
+                    {
+                        "task": {
+                            "type": "text-generation",
+                            "name": "rewrite a Clifford+T circuit with fewer T gates (same unitary)",
+                        },
+                        "dataset": {
+                            "type": "rubriq/rewrite_small",
+                            "name": f"{outcomes['prompts']} generated rewrite circuits of split {split}, "
+                            f"{per_prompt} samples each",
+                        },
+                        "metrics": metrics,
+                    }
+                ],
+            }
+        ],
+    }
+    table = markdown_table(
+        ["examples seen", "correct, T < T0", "copy", "wrong", "gap closed", "parsed"],
+        [
+            [
+                r["examples"],
+                fmt(r["correct_reduction_rate"]),
+                fmt(r["copy_rate"]),
+                fmt(r["wrong_rate"]),
+                fmt(r["gap_closed"]),
+                fmt(r["parse_rate"]),
+            ]
+            for r in rows
+        ],
+    )
+    return f"""---
+{yaml.safe_dump(meta, sort_keys=False)}---
+
+# RubriQ rewriting warm-start: `{Path(config).name}` (LoRA)
+
+A LoRA adapter that rewrites small OpenQASM 2.0 Clifford+T circuits with fewer T gates, trained
+by `rubriq study sft-curve {config}`. It **{"met" if met else "did not meet"}** the goal named before
+training (correct reductions on >= {curve.goal_reduction} of the samples of split `{split}`, wrong
+on <= {curve.goal_wrong}). A research artifact, not a usable optimizer.
+
+## Model
+
+- **Base:** `{base}` (`base_model_name_or_path` in `adapter_config.json`; `embedded` is RubriQ's
+  embedded SmolLM2-135M-Instruct, resolved to its local copy).
+- **Adapter:** LoRA r = {adapter_config.get("r")} on {", ".join(sorted(adapter_config.get("target_modules") or []))}.
+- **Prompt:** `rubriq_policy.json` (prompt style {json.loads((results / "warm_start" / "rubriq_policy.json").read_text()).get("prompt_style")!r}); answers in OpenQASM 2.0.
+- **Files:** `adapter_config.json`, the weights, `rubriq_policy.json`, this card; `SHA256SUMS`
+  lists each file's hash.
+
+## Training data and recipe
+
+Supervised fine-tuning (TRL SFTTrainer) on the `sft` split of the training config's generated
+corpus (`rubriq/data/rewrites.py`), as the YAML and its `train_config` say; CPU. Its training
+log is `{where}/sft_metrics.jsonl`.
+
+## Evaluation
+
+Split `{split}`, {per_prompt} samples per circuit at the training temperature with the same
+sampling seed at every point, checked by RubriQ's fidelity engine (correct: F_avg >= 0.99; the
+records of each point in `{where}/records/`):
+
+{chr(10).join(table)}
+
+At {last["examples"]} examples, 95% intervals over the {outcomes["prompts"]} prompts: correct reductions
+{interval(outcomes["reduction"])}, copies {interval(outcomes["copy"])}, wrong {interval(outcomes["wrong"])}.
+
+## Intended use and limits
+
+- For: reproducing RubriQ's rewriting study, and as the warm-start of further training (a
+  study's `warm_start_model: {where}/warm_start`).
+- Not for: optimizing circuits you depend on without verification. Trained on 2-3 qubit circuits
+  of a few dozen gates; most samples are wrong. `rubriq optimize` verifies every sample against
+  the input and returns only verified ones.
+
+## How to load
+
+```bash
+rubriq optimize my_circuit.qasm --model {where}/warm_start -n 8
+```
+
+```python
+from rubriq.models import load_model
+
+model = load_model("{where}/warm_start")  # the base with this adapter merged
+```
+"""
+
+
+def _read_json(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+__all__ = ["CURVE_METRICS", "SftCurveSettings", "keep", "model_card", "point_metrics", "run", "write_curve"]
