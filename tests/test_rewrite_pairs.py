@@ -312,7 +312,9 @@ def test_the_remedys_warm_start_and_pilot_configs():
     pilot = StudySettings.from_yaml(STUDIES / "rewriting_pilot_pairs.yaml")
     third = StudySettings.from_yaml(STUDIES / "rewriting_pilot_lr3e-4.yaml")
     # where `rubriq study sft-curve --keep results/studies/rewriting/pairs` keeps the warm-start's adapter
-    assert pilot.warm_start_model == str((ROOT / "results" / "studies" / "rewriting" / "pairs" / "warm_start").resolve())
+    assert pilot.warm_start_model == str(
+        (ROOT / "results" / "studies" / "rewriting" / "pairs" / "warm_start").resolve()
+    )
     assert pilot.results_dir == "results/studies/rewriting/pilot/pairs"
     assert pilot.output_dir not in (third.output_dir, curve.output_dir)
     same = {"warm_start_model", "results_dir", "output_dir"}

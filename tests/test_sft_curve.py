@@ -119,6 +119,19 @@ def test_sft_curve_trains_on_its_corpus_evaluates_at_each_point_and_resumes(tmp_
     assert metrics["correct_reduction_rate"] == round(final["correct_reduction_rate"], 3)
     assert metrics["wrong_rate"] == round(final["wrong_rate"], 3)
     assert "**did not meet**" in (warm / "README.md").read_text()  # a random tiny model
+    # the training log, the merged model's hash and how to prompt it (the corpus's prompt style)
+    assert [r["step"] for r in _read(kept / "sft_metrics.jsonl") if "loss" in r] == [1, 2, 3, 4]
+    assert (kept / "warm_start_fingerprint.json").read_bytes() == (out / "sft" / "fingerprint.json").read_bytes()
+    from rubriq.data.prompts import prompt_style_of_rows
+
+    policy = json.loads((warm / "rubriq_policy.json").read_text())
+    assert policy["prompt_style"] == prompt_style_of_rows(splits["sft"]) and policy["tiny"] is True
+    # other weights in the folder are refused, and nothing is changed
+    (warm / "adapter_model.safetensors").write_bytes(b"other weights")
+    before = (kept / "curve.md").stat().st_mtime_ns
+    refused = CliRunner().invoke(app, ["study", "sft-curve", str(config), "--table-only", "--keep", str(kept)])
+    assert refused.exit_code != 0 and "other weights" in " ".join(refused.output.split())
+    assert (kept / "curve.md").stat().st_mtime_ns == before
     bad = CliRunner().invoke(app, ["study", "sft-curve", str(config), "--table-only", "--commit"])
     assert bad.exit_code != 0 and "--keep" in bad.output
 

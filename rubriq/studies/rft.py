@@ -760,7 +760,7 @@ def model_card(results: Path, shown: str | None = None) -> str:
         ],
     )
     folder = where + "/adapter"
-    args = ", ".join(f"{k} {v}" for k, v in settings.get("sft_args", {}).items())
+    args = ", ".join(f"{k} {v}" for k, v in info["sft_args"].items())
     return f"""---
 {yaml.safe_dump(meta, sort_keys=False)}---
 
@@ -787,10 +787,10 @@ artifact, not a usable optimizer.
 {stats["samples_per_prompt"]} completions of each of the {stats["pool_prompts"]} prompts of split
 `{stats["pool_split"]}` ({stats["samples"]} samples); RubriQ's fidelity engine verified
 {stats["reductions"]} correct reductions (F_avg >= 0.99 and fewer T gates than the input) on
-{stats["prompts_with_reduction"]} prompts. The fewest-T one of each prompt, verbatim, is a training
-row: {stats["rows"]} rows (`{where}/dataset.jsonl`, SHA-256
+{stats["prompts_with_reduction"]} prompts. At most {settings["per_prompt"]} of each prompt, the fewest T first,
+verbatim, are the training rows: {stats["rows"]} rows (`{where}/dataset.jsonl`, SHA-256
 `{info["dataset_sha256"][:16]}...`), {stats["mix_gold"]} of them gold answers of the SFT corpus.
-Supervised fine-tuning (TRL) of the same adapter: {args}; CPU.
+Supervised fine-tuning (TRL) of the same adapter, trained on {info.get("trained_on_cpu", "?")}: {args}.
 
 ## Evaluation
 
@@ -831,7 +831,7 @@ def publish(folder: Path, results: Path, reused: bool, commit: bool) -> list[Pat
     """Copy the small files of ``folder`` (``OUT/rft``) into ``results``: :data:`COMMITTED`, the
     evaluations (the warm-start's records only when drawn here, not reused), the adapter without
     the base's tokenizer files and its ``SHA256SUMS``; with ``commit``, commit ``results``."""
-    from rubriq.studies.units import adapter_fingerprint, git_commit
+    from rubriq.studies.units import adapter_fingerprint, git_commit, repo_relative
 
     written = []
     results.mkdir(parents=True, exist_ok=True)
@@ -854,7 +854,7 @@ def publish(folder: Path, results: Path, reused: bool, commit: bool) -> list[Pat
     for file in sorted((folder / "adapter").iterdir()):
         if file.is_file() and file.name not in TOKENIZER_FILES and file.name != "SHA256SUMS":
             shutil.copy2(file, adapter / file.name)
-    (adapter / "README.md").write_text(model_card(results), encoding="utf-8")
+    (adapter / "README.md").write_text(model_card(results, repo_relative(results)), encoding="utf-8")
     sums = adapter_fingerprint(adapter)
     (adapter / "SHA256SUMS").write_text("".join(f"{sha}  {name}\n" for name, sha in sums.items()))
     written += sorted(adapter.iterdir())

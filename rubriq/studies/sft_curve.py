@@ -348,9 +348,7 @@ def write_curve(folder: Path, curve: SftCurveSettings) -> Path:
     first = sorted((r for r in rows if r["split"] == curve.eval_splits[0]), key=lambda r: r["examples"])
     if first:
         last = first[-1]
-        ok = (last["correct_reduction_rate"] or 0) >= curve.goal_reduction and (
-            last["wrong_rate"] or 1
-        ) <= curve.goal_wrong
+        ok = goal_met(last, curve)
         lines.append(
             f"Goal (named before the run) on {curve.eval_splits[0]}: correct reduction >= {curve.goal_reduction}, "
             f"wrong <= {curve.goal_wrong}; at {last['examples']} examples: {fmt(last['correct_reduction_rate'])}, "
@@ -360,6 +358,19 @@ def write_curve(folder: Path, curve: SftCurveSettings) -> Path:
     md.write_text("\n".join(lines) + "\n", encoding="utf-8")
     plot_curve(rows, curve.eval_splits, folder / "curve.png")
     return md
+
+
+def goal_met(point: dict, curve: SftCurveSettings) -> bool:
+    """Whether an evaluated point meets the named goal (an undefined rate does not).
+
+    >>> c = SftCurveSettings(train_config="t.yaml", goal_reduction=0.25, goal_wrong=0.4)
+    >>> goal_met({"correct_reduction_rate": 0.3, "wrong_rate": 0.0}, c), goal_met({"correct_reduction_rate": 0.3, "wrong_rate": None}, c)
+    (True, False)
+    """
+    reduction, wrong = point.get("correct_reduction_rate"), point.get("wrong_rate")
+    return (
+        reduction is not None and wrong is not None and reduction >= curve.goal_reduction and wrong <= curve.goal_wrong
+    )
 
 
 def plot_curve(rows: list[dict], splits: tuple[str, ...], path: Path) -> Path:
@@ -394,28 +405,63 @@ def plot_curve(rows: list[dict], splits: tuple[str, ...], path: Path) -> Path:
 def keep(folder: Path, curve: SftCurveSettings, results: Path, config: str, commit: bool = False) -> Path:
     """Copy the finished SFT curve of ``folder`` into ``results`` (the layout in the module
     docstring) with a model card for its adapter; ``config``: the YAML it ran with, as the card
-    names it. With ``commit``, commit ``results``. Returns ``results/warm_start``."""
+    names it. A ``results/warm_start`` holding other weights is refused (remove it first), and
+    everything is checked before anything is written. With ``commit``, commit the files kept
+    (those alone). Returns ``results/warm_start``."""
+    import os
     import shutil
 
+    from rubriq.data.prompts import prompt_style_of_rows
     from rubriq.models import EMBEDDED, POLICY_INFO, embedded_dir
     from rubriq.studies.rft import TOKENIZER_FILES
-    from rubriq.studies.units import adapter_fingerprint, git_commit
+    from rubriq.studies.units import adapter_fingerprint, git_commit, repo_relative
+    from rubriq.training.train_rubriq import load_rows
 
     adapter = folder / "sft" / "adapter"
     if not (adapter / "adapter_config.json").is_file() or not (folder / "sft" / "model" / "config.json").is_file():
         raise ConfigError(f"{folder}: no finished LoRA warm-start here (sft/adapter, sft/model): run the curve first")
+    split = curve.eval_splits[0]
+    points = sorted(
+        (r for r in _read_jsonl(folder / "curve.jsonl") if r["split"] == split), key=lambda r: r["examples"]
+    )
+    if not points or not (folder / "records" / f"{split}_examples{points[-1]['examples']}.jsonl").is_file():
+        raise ConfigError(f"{folder}: no evaluated point with its records on split {split!r}: nothing to report")
+    weights = sorted(adapter.glob("*.safetensors"))
+    dst = results / "warm_start"
+    if dst.exists() and any(
+        not (dst / w.name).is_file() or (dst / w.name).read_bytes() != w.read_bytes() for w in weights
+    ):
+        raise ConfigError(f"{dst} holds other weights than {adapter}: remove it first (or keep elsewhere)")
+    settings = training_settings(curve, folder)
+    named = json.loads((adapter / "adapter_config.json").read_text()).get("base_model_name_or_path")
+    if settings.model.name_or_path == EMBEDDED and not settings.model.tiny:
+        base = EMBEDDED
+    elif named and Path(named).exists():  # a local folder: named relative to the kept adapter
+        base = os.path.relpath(Path(named).resolve(), dst.resolve())
+    else:
+        base = named or settings.model.name_or_path  # a hub id (or what the training config names)
+    if named and base != EMBEDDED and Path(named).resolve() == embedded_dir().resolve():
+        base = EMBEDDED
+    train_rows = load_rows(settings, settings.sft.split or None)
+
     write_curve(folder, curve)
     results.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
     for name in ("curve.jsonl", "curve.md", "curve.png"):
         shutil.copy2(folder / name, results / name)
+        written.append(results / name)
     for file in sorted((folder / "records").glob("*.jsonl")):
         (results / "records").mkdir(exist_ok=True)
         shutil.copy2(file, results / "records" / file.name)
-    if (folder / "sft" / "metrics.jsonl").is_file():
-        shutil.copy2(folder / "sft" / "metrics.jsonl", results / "sft_metrics.jsonl")
+        written.append(results / "records" / file.name)
+    # the trainer's log (trainer_callbacks writes OUT/metrics.jsonl), the SFT phase's rows
+    log_rows = [r for r in _read_jsonl(folder / "metrics.jsonl") if r.get("phase", "sft") == "sft"]
+    if log_rows:
+        (results / "sft_metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log_rows))
+        written.append(results / "sft_metrics.jsonl")
     if (folder / "sft" / "fingerprint.json").is_file():
         shutil.copy2(folder / "sft" / "fingerprint.json", results / "warm_start_fingerprint.json")
-    dst = results / "warm_start"
+        written.append(results / "warm_start_fingerprint.json")
     if dst.exists():
         shutil.rmtree(dst)
     dst.mkdir()
@@ -425,28 +471,31 @@ def keep(folder: Path, curve: SftCurveSettings, results: Path, config: str, comm
             shutil.copy2(file, dst / file.name)
     config_path = dst / "adapter_config.json"
     adapter_config = json.loads(config_path.read_text())
-    named = adapter_config.get("base_model_name_or_path")
-    if named and Path(named).resolve() == embedded_dir().resolve():
-        adapter_config["base_model_name_or_path"] = EMBEDDED
-        config_path.write_text(json.dumps(adapter_config, indent=2))
-    info = _read_json(folder / "sft" / "model" / POLICY_INFO)
-    rows = sorted(_read_jsonl(folder / "curve.jsonl"), key=lambda r: r["examples"])
-    info.update(
-        base_model=adapter_config.get("base_model_name_or_path"),
-        adapter_base=adapter_config.get("base_model_name_or_path"),
-        sft_warm_start=True,
-        algorithm="sft",
-        reward=None,
-        trained_by=f"rubriq study sft-curve {config} ({rows[-1]['examples'] if rows else '?'} examples, "
+    adapter_config["base_model_name_or_path"] = base
+    config_path.write_text(json.dumps(adapter_config, indent=2))
+    info = {
+        "prompt_style": prompt_style_of_rows(train_rows),
+        "formats": sorted({r.get("format", "qasm2") for r in train_rows}),
+        "base_model": base,
+        "tiny": settings.model.tiny,
+        "adapter_base": base,
+        "sft_warm_start": True,
+        "algorithm": "sft",
+        "reward": None,
+        "trained_by": f"rubriq study sft-curve {config} ({points[-1]['examples']} examples, "
         f"LoRA r={adapter_config.get('r')})",
-    )
+    }
     (dst / POLICY_INFO).write_text(json.dumps(info, indent=2))
-    (dst / "README.md").write_text(model_card(results, curve, config), encoding="utf-8")
+    (dst / "README.md").write_text(model_card(results, curve, config, repo_relative(results)), encoding="utf-8")
     sums = adapter_fingerprint(dst)
     (dst / "SHA256SUMS").write_text("".join(f"{sha}  {name}\n" for name, sha in sums.items()))
     log.info("sft-curve: kept in %s", results)
-    if commit:
-        git_commit(results, f"sft-curve: the warm-start's curve, records and adapter with its model card ({results})")
+    if commit and not git_commit(
+        dst,
+        f"sft-curve: the warm-start's curve, records and adapter with its model card ({results})",
+        also=tuple(written),
+    ):
+        raise ConfigError(f"{results}: kept but not committed (not in a git repository, or nothing changed)")
     return dst
 
 
@@ -476,26 +525,24 @@ def model_card(results: Path, curve: SftCurveSettings, config: str, shown: str |
     def interval(values) -> str:
         return "-" if values[1] is None else f"{fmt(values[1])}-{fmt(values[2])}"
 
-    met = (last["correct_reduction_rate"] or 0) >= curve.goal_reduction and (
-        last["wrong_rate"] if last["wrong_rate"] is not None else 1
-    ) <= curve.goal_wrong
+    met = goal_met(last, curve)
     metrics = [
         {
             "type": "correct_reduction_rate",
-            "value": round(last["correct_reduction_rate"], 3),
+            "value": _round(last["correct_reduction_rate"]),
             "name": f"correct with T < T0 (95% CI over prompts {interval(outcomes['reduction'])})",
         },
         {
             "type": "copy_rate",
-            "value": round(last["copy_rate"], 3),
+            "value": _round(last["copy_rate"]),
             "name": f"correct copy of the input (95% CI {interval(outcomes['copy'])})",
         },
         {
             "type": "wrong_rate",
-            "value": round(last["wrong_rate"], 3),
+            "value": _round(last["wrong_rate"]),
             "name": f"not equivalent or unparsed (95% CI {interval(outcomes['wrong'])})",
         },
-        {"type": "gap_closed", "value": round(last["gap_closed"], 3), "name": "fraction of the T gap to PyZX closed"},
+        {"type": "gap_closed", "value": _round(last["gap_closed"]), "name": "fraction of the T gap to PyZX closed"},
     ]
     meta = {
         "library_name": "peft",
@@ -596,8 +643,8 @@ model = load_model("{where}/warm_start")  # the base with this adapter merged
 """
 
 
-def _read_json(path: Path) -> dict:
-    return json.loads(path.read_text()) if path.is_file() else {}
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 __all__ = ["CURVE_METRICS", "SftCurveSettings", "keep", "model_card", "point_metrics", "run", "write_curve"]

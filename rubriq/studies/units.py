@@ -148,6 +148,22 @@ def restore(results: Path, out: Path, study) -> list[tuple[str, int]]:
     return restored
 
 
+def repo_relative(path: Path) -> str:
+    """``path`` relative to the top of the git repository that holds it (how committed files name
+    each other, whatever the working folder), else relative to the working folder where it lies
+    in it, else as it is."""
+    from rubriq.studies.settings import _portable
+
+    path = Path(path).resolve()
+    probe = next((p for p in (path, *path.parents) if p.is_dir()), None)
+    top = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"], cwd=probe, capture_output=True, text=True, check=False
+    )
+    if top.returncode == 0 and path.is_relative_to(Path(top.stdout.strip()).resolve()):
+        return path.relative_to(Path(top.stdout.strip()).resolve()).as_posix()
+    return _portable(str(path))
+
+
 def git_commit(folder: Path, message: str, also: tuple[Path, ...] = ()) -> bool:
     """Commit ``folder`` (added, and only it, with the files ``also`` that exist) in the repository
     that holds it; False (logged) when it is not in a repository or nothing changed.  ``git
