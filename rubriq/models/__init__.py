@@ -224,6 +224,19 @@ formats it was trained on, its base model, and where its SFT warm-start lies (re
 
 EMBEDDED_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.json",
+    "merges.txt",
+    "chat_template.jinja",
+    "added_tokens.json",
+)
+"""The tokenizer's files that ``save_pretrained`` writes beside a trained adapter: a results folder
+that keeps the adapter leaves them out (they are the base model's, and ``load_tokenizer`` of an
+adapter folder without them loads its base's)."""
+
 
 def read_policy_info(folder: str | Path) -> dict:
     """The folder's ``rubriq_policy.json`` (``{}`` for models RubriQ did not train).

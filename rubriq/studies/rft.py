@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from rubriq.config import ConfigError, load_yaml_mapping
+from rubriq.models import TOKENIZER_FILES
 from rubriq.models.generation import Sampler
 from rubriq.models.sampling import SamplingSpec, read_section
 from rubriq.studies import layout
@@ -81,17 +82,6 @@ RFT_SAMPLING_KEYS = {**STUDY_SAMPLING_KEYS, "seed": "seed"}
 RFT_SAMPLING = SamplingSpec(samples=4, temperature=0.0, top_p=0.0, max_new_tokens=0, seed=20261207)
 """The pool's sampling unless the YAML says otherwise: 4 samples per prompt, the training's
 temperature, top-p and completion length, a seed of its own."""
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "vocab.json",
-    "merges.txt",
-    "chat_template.jinja",
-    "added_tokens.json",
-)
-"""The tokenizer's files, saved with the adapter in ``OUT/rft/adapter`` but not committed: they are
-the base model's (``load_tokenizer`` of an adapter folder without them loads its base's)."""
 POLICIES = ("warm_start", "rft")
 """The two policies evaluated, in report order."""
 

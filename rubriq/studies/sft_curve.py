@@ -412,8 +412,7 @@ def keep(folder: Path, curve: SftCurveSettings, results: Path, config: str, comm
     import shutil
 
     from rubriq.data.prompts import prompt_style_of_rows
-    from rubriq.models import EMBEDDED, POLICY_INFO, embedded_dir
-    from rubriq.studies.rft import TOKENIZER_FILES
+    from rubriq.models import EMBEDDED, POLICY_INFO, TOKENIZER_FILES, embedded_dir
     from rubriq.studies.units import adapter_fingerprint, git_commit, repo_relative
     from rubriq.training.train_rubriq import load_rows
 
