@@ -136,10 +136,13 @@ def test_sft_curve_trains_on_its_corpus_evaluates_at_each_point_and_resumes(tmp_
     assert bad.exit_code != 0 and "--keep" in bad.output
 
     # a run stopped after its first point resumes from that point's checkpoint and evaluates
-    # only the points it had not
+    # only the points it had not: point 1 was evaluated at 2 examples (the first step past it),
+    # so the resumed run evaluates at point 6 (step 3) and at the end (step 4), not at step 2
     first = tmp_path / "again"
     first.mkdir()
     config = _config(first)
+    curve = yaml.safe_load(config.read_text())
+    config.write_text(yaml.safe_dump({**curve, "eval_at": [1, 6]}))
     out2 = first / "out"
     from rubriq.studies import sft_curve
 
@@ -160,8 +163,8 @@ def test_sft_curve_trains_on_its_corpus_evaluates_at_each_point_and_resumes(tmp_
     calls.clear()
     monkeypatch.setattr(sft_curve.CurveEvaluator, "__call__", lambda self, *a: (calls.append(a[1]), real(self, *a))[1])
     sft_curve.run(config)
-    assert calls == [4, 8]
-    assert [r["examples"] for r in _read(out2 / "curve.jsonl")] == [2, 2, 4, 4, 8, 8]
+    assert calls == [6, 8]
+    assert [r["examples"] for r in _read(out2 / "curve.jsonl")] == [2, 2, 6, 6, 8, 8]
 
 
 def test_point_metrics_classify_samples_as_derived_by_hand():

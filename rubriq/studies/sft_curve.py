@@ -220,10 +220,15 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 def curve_callback(evaluate: CurveEvaluator, points: list[int], done: set[int], path: Path, started: float):
     """A ``transformers.TrainerCallback`` that evaluates (and checkpoints) at each of ``points``
-    (training examples seen) not in ``done``, and at the end of training."""
+    (training examples seen) not passed yet, and at the end of training. ``done``: the examples
+    seen at the evaluations already recorded (a resumed run's); a point at or below one of them
+    was evaluated there (the first step at or past a point evaluates it: point 100 at 104
+    examples with batches of 8), so it is not evaluated again."""
     from transformers import TrainerCallback
 
     from rubriq.training.callbacks import append_jsonl
+
+    done = set(done) | {p for p in points if any(e >= p for e in done)}
 
     class CurveCallback(TrainerCallback):
         def _examples(self, args, state) -> int:
