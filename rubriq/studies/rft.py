@@ -682,6 +682,7 @@ def model_card(results: Path, shown: str | None = None) -> str:
     import yaml
 
     from rubriq.models import EMBEDDED, EMBEDDED_HUB_ID
+    from rubriq.studies.weights import card_front_matter
     from rubriq.tables import fmt, format_ci, markdown_table
 
     summary = json.loads((results / "summary.json").read_text())
@@ -707,33 +708,13 @@ def model_card(results: Path, shown: str | None = None) -> str:
         {"type": "wrong_rate", "value": rate(rft, "wrong"), "name": "not equivalent or unparsed"},
         {"type": "gap_closed", "value": round(rft["gap_closed"], 3), "name": "fraction of the T gap to PyZX closed"},
     ]
-    meta = {
-        "library_name": "peft",
-        "base_model": EMBEDDED_HUB_ID if base == EMBEDDED else base,
-        "license": "apache-2.0",
-        "language": ["en"],
-        "tags": ["quantum-computing", "quantum-circuits", "openqasm", "t-count", "lora", "sft", "rft", "rubriq"],
-        "pipeline_tag": "text-generation",
-        "model-index": [
-            {
-                "name": "rubriq-rewriting-rft",
-                "results": [
-                    {
-                        "task": {
-                            "type": "text-generation",
-                            "name": "rewrite a Clifford+T circuit with fewer T gates (same unitary)",
-                        },
-                        "dataset": {
-                            "type": "rubriq/rewrite_small",
-                            "name": f"{rft['prompts']} generated rewrite circuits of split {split}, "
-                            f"{per_prompt} samples each",
-                        },
-                        "metrics": metrics,
-                    }
-                ],
-            }
-        ],
-    }
+    meta = card_front_matter(
+        "rubriq-rewriting-rft",
+        EMBEDDED_HUB_ID if base == EMBEDDED else base,
+        ["sft", "rft"],
+        f"{rft['prompts']} generated rewrite circuits of split {split}, {per_prompt} samples each",
+        metrics,
+    )
     table = markdown_table(
         ["policy", "samples", "correct reductions", "copies", "wrong", "prompts with a reduction", "gap closed"],
         [

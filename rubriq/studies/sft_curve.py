@@ -512,7 +512,7 @@ def model_card(results: Path, curve: SftCurveSettings, config: str, shown: str |
     import yaml
 
     from rubriq.models import EMBEDDED, EMBEDDED_HUB_ID
-    from rubriq.studies.weights import held_out_outcomes
+    from rubriq.studies.weights import card_front_matter, held_out_outcomes
     from rubriq.tables import fmt, markdown_table
 
     split = curve.eval_splits[0]
@@ -548,33 +548,13 @@ def model_card(results: Path, curve: SftCurveSettings, config: str, shown: str |
         },
         {"type": "gap_closed", "value": _round(last["gap_closed"]), "name": "fraction of the T gap to PyZX closed"},
     ]
-    meta = {
-        "library_name": "peft",
-        "base_model": EMBEDDED_HUB_ID if base == EMBEDDED else base,
-        "license": "apache-2.0",
-        "language": ["en"],
-        "tags": ["quantum-computing", "quantum-circuits", "openqasm", "t-count", "lora", "sft", "rubriq"],
-        "pipeline_tag": "text-generation",
-        "model-index": [
-            {
-                "name": f"rubriq-{Path(config).stem.replace('_', '-')}",
-                "results": [
-                    {
-                        "task": {
-                            "type": "text-generation",
-                            "name": "rewrite a Clifford+T circuit with fewer T gates (same unitary)",
-                        },
-                        "dataset": {
-                            "type": "rubriq/rewrite_small",
-                            "name": f"{outcomes['prompts']} generated rewrite circuits of split {split}, "
-                            f"{per_prompt} samples each",
-                        },
-                        "metrics": metrics,
-                    }
-                ],
-            }
-        ],
-    }
+    meta = card_front_matter(
+        f"rubriq-{Path(config).stem.replace('_', '-')}",
+        EMBEDDED_HUB_ID if base == EMBEDDED else base,
+        ["sft"],
+        f"{outcomes['prompts']} generated rewrite circuits of split {split}, {per_prompt} samples each",
+        metrics,
+    )
     table = markdown_table(
         ["examples seen", "correct, T < T0", "copy", "wrong", "gap closed", "parsed"],
         [

@@ -135,6 +135,35 @@ def held_out_outcomes(records: list[dict]) -> dict[str, Any]:
     return out
 
 
+def card_front_matter(name: str, base_model: str, tags: list[str], dataset: str, metrics: list[dict]) -> dict:
+    """The YAML front matter of a kept rewriting adapter's model card (the Hugging Face
+    convention): library, base model, license, tags, and one ``model-index`` result on the rewrite
+    task with ``dataset`` (its description) and ``metrics``."""
+    return {
+        "library_name": "peft",
+        "base_model": base_model,
+        "license": "apache-2.0",
+        "language": ["en"],
+        "tags": ["quantum-computing", "quantum-circuits", "openqasm", "t-count", "lora", *tags, "rubriq"],
+        "pipeline_tag": "text-generation",
+        "model-index": [
+            {
+                "name": name,
+                "results": [
+                    {
+                        "task": {
+                            "type": "text-generation",
+                            "name": "rewrite a Clifford+T circuit with fewer T gates (same unitary)",
+                        },
+                        "dataset": {"type": "rubriq/rewrite_small", "name": dataset},
+                        "metrics": metrics,
+                    }
+                ],
+            }
+        ],
+    }
+
+
 def model_card(results: Path, study, name: str, seed: int, base: str) -> str:
     """The kept adapter's README.md: front matter (base model, library, the held-out metrics at
     the unit's last step) and what it is, how it was trained, how it did, its limits, how to load."""
@@ -179,33 +208,14 @@ def model_card(results: Path, study, name: str, seed: int, base: str) -> str:
         },
         {"type": "gap_closed", "value": round(last["gap_closed"], 3), "name": "fraction of the T gap to PyZX closed"},
     ]
-    meta = {
-        "library_name": "peft",
-        "base_model": EMBEDDED_HUB_ID,
-        "license": "apache-2.0",
-        "language": ["en"],
-        "tags": ["quantum-computing", "quantum-circuits", "openqasm", "t-count", "lora", "grpo", "rubriq"],
-        "pipeline_tag": "text-generation",
-        "model-index": [
-            {
-                "name": f"rubriq-rewriting-grpo-{name}-seed{seed}",
-                "results": [
-                    {
-                        "task": {
-                            "type": "text-generation",
-                            "name": "rewrite a Clifford+T circuit with fewer T gates (same unitary)",
-                        },
-                        "dataset": {
-                            "type": "rubriq/rewrite_small",
-                            "name": f"{final['prompts']} held-out generated rewrite circuits, "
-                            f"{final['samples'] // max(final['prompts'], 1)} samples each",
-                        },
-                        "metrics": metrics,
-                    }
-                ],
-            }
-        ],
-    }
+    meta = card_front_matter(
+        f"rubriq-rewriting-grpo-{name}-seed{seed}",
+        EMBEDDED_HUB_ID,
+        ["grpo"],
+        f"{final['prompts']} held-out generated rewrite circuits, "
+        f"{final['samples'] // max(final['prompts'], 1)} samples each",
+        metrics,
+    )
     folder = f"{results}/{WEIGHTS_DIR}/{name}_seed{seed}"
     rows = [
         ("correct, T < T0", "reduction"),
